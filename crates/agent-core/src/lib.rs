@@ -1,0 +1,26 @@
+//! The agent turn loop.
+//!
+//! An [`Agent`] owns the conversation and runs the loop on its own tokio task: commands go in
+//! (prompt, steer, follow-up, abort, …), every lifecycle event comes out to each subscriber.
+//! The loop never prints and never knows which provider it talks to; every failure (provider
+//! error, abort, a broken or panicking tool) becomes a value in the history, and every `*_start`
+//! event gets its `*_end`.
+
+mod agent;
+mod balance;
+mod event;
+mod hooks;
+mod message;
+mod queue;
+mod run;
+mod tool;
+mod tool_exec;
+mod validate;
+
+pub use agent::{Agent, AgentConfig, AgentError, AgentSnapshot};
+pub use event::AgentEvent;
+pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
+pub use message::{AgentMessage, Notice, default_convert_to_llm};
+pub use queue::QueueMode;
+pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+pub use validate::validate_arguments;

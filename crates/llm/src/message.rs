@@ -1,0 +1,242 @@
+//! Wire messages: what a provider is sent and what it answers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch; the timestamp every message carries.
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// One message of the provider conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    User(UserMessage),
+    Assistant(AssistantMessage),
+    ToolResult(ToolResultMessage),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    pub content: Vec<UserContent>,
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+impl UserMessage {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![UserContent::Text { text: text.into() }],
+            timestamp: now_millis(),
+        }
+    }
+
+    /// The text blocks joined by newlines (images are left out).
+    pub fn plain_text(&self) -> String {
+        join_text(self.content.iter().filter_map(|c| match c {
+            UserContent::Text { text } => Some(text.as_str()),
+            UserContent::Image(_) => None,
+        }))
+    }
+}
+
+/// Content of a user message or a tool result: text or an image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserContent {
+    Text { text: String },
+    Image(ImageContent),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageContent {
+    /// Base64-encoded bytes.
+    pub data: String,
+    pub mime_type: String,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model stopped to have its tool calls run.
+    ToolUse,
+    /// The output token limit cut the answer off.
+    Length,
+    /// The request or the stream failed.
+    Error,
+    /// The run was cancelled.
+    Aborted,
+}
+
+/// Token counts of one response; `cost` is in US dollars.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.cost += other.cost;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    pub content: Vec<AssistantContent>,
+    pub stop_reason: StopReason,
+    #[serde(default)]
+    pub usage: Usage,
+    /// Model id that produced the message.
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub provider: String,
+    /// Readable reason when `stop_reason` is `error` or `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+impl AssistantMessage {
+    /// An empty message, the starting point of a stream.
+    pub fn empty(model: &str, provider: &str) -> Self {
+        Self {
+            content: Vec::new(),
+            stop_reason: StopReason::Stop,
+            usage: Usage::default(),
+            model: model.to_string(),
+            provider: provider.to_string(),
+            error_message: None,
+            timestamp: now_millis(),
+        }
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|c| match c {
+            AssistantContent::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// The text blocks joined by newlines.
+    pub fn text(&self) -> String {
+        join_text(self.content.iter().filter_map(|c| match c {
+            AssistantContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        }))
+    }
+}
+
+fn join_text<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    parts.collect::<Vec<_>>().join("\n")
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantContent {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        /// Provider signature that must be replayed with the block (Anthropic).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    ToolCall(ToolCall),
+}
+
+/// A tool call whose arguments finished streaming.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Parsed arguments; an empty object when they were not valid JSON.
+    pub arguments: Value,
+    /// Set when the streamed arguments were not valid JSON: the call must not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_arguments: Option<InvalidArguments>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvalidArguments {
+    /// The raw text the model sent, replayed verbatim to the provider.
+    pub raw: String,
+    pub error: String,
+}
+
+impl ToolCall {
+    /// Builds a call from the raw argument text, parsing it strictly.
+    pub fn from_raw(id: String, name: String, raw: &str) -> Self {
+        let trimmed = raw.trim();
+        // Models call argument-less tools with an empty string.
+        let parsed = if trimmed.is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str::<Value>(trimmed)
+        };
+        match parsed {
+            Ok(arguments) => Self {
+                id,
+                name,
+                arguments,
+                invalid_arguments: None,
+            },
+            Err(err) => Self {
+                id,
+                name,
+                arguments: Value::Object(Default::default()),
+                invalid_arguments: Some(InvalidArguments {
+                    raw: raw.to_string(),
+                    error: err.to_string(),
+                }),
+            },
+        }
+    }
+
+    /// The argument text to send back to the provider.
+    pub fn arguments_text(&self) -> String {
+        match &self.invalid_arguments {
+            Some(invalid) => invalid.raw.clone(),
+            None => self.arguments.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultMessage {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub content: Vec<UserContent>,
+    /// Structured data for the UI (a diff, an exit code); never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    pub is_error: bool,
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+impl ToolResultMessage {
+    pub fn text(&self) -> String {
+        join_text(self.content.iter().filter_map(|c| match c {
+            UserContent::Text { text } => Some(text.as_str()),
+            UserContent::Image(_) => None,
+        }))
+    }
+}

@@ -1,0 +1,346 @@
+//! OpenAI chat-completions streaming client (`POST {base_url}/chat/completions`).
+//!
+//! Also serves every OpenAI-compatible server (llama.cpp, Ollama, vLLM, …), so the parser
+//! tolerates their quirks: comment lines, `content: null`, tool names repeated in every delta,
+//! no usage chunk.
+
+use std::collections::HashMap;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{self, Sender};
+use crate::{
+    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider,
+    StopReason, StreamEvent, StreamOptions, Usage, UserContent,
+};
+
+/// Client for the chat-completions wire API.
+#[derive(Clone)]
+pub struct OpenAiCompletions {
+    client: reqwest::Client,
+}
+
+impl Default for OpenAiCompletions {
+    fn default() -> Self {
+        Self {
+            client: http::client(),
+        }
+    }
+}
+
+impl Provider for OpenAiCompletions {
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+        cancel: CancellationToken,
+    ) -> EventStream {
+        let (tx, rx) = mpsc::channel(64);
+        let client = self.client.clone();
+        let model = model.clone();
+        tokio::spawn(async move {
+            let mut builder = AssistantBuilder::new(&model.id, &model.provider);
+            let sender = Sender::new(tx);
+            let body = request_body(&model, &context, &options);
+            let run = run(&client, &model, &options, body, &mut builder, &sender);
+            let last = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => builder.failed(StopReason::Aborted, http::ABORTED),
+                last = run => last,
+            };
+            sender.send(last).await;
+        });
+        http::receiver_stream(rx)
+    }
+}
+
+/// Streams one response into `sender`; returns the closing event.
+async fn run(
+    client: &reqwest::Client,
+    model: &Model,
+    options: &StreamOptions,
+    body: Value,
+    builder: &mut AssistantBuilder,
+    sender: &Sender,
+) -> StreamEvent {
+    let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
+    let mut request = client.post(&url).json(&body);
+    if let Some(key) = &options.api_key {
+        request = request.bearer_auth(key);
+    }
+    for (name, value) in &options.headers {
+        request = request.header(name, value);
+    }
+    let response = match http::send(request, &model.provider).await {
+        Ok(response) => response,
+        Err(reason) => return builder.failed(StopReason::Error, reason),
+    };
+    sender.send(StreamEvent::Start).await;
+
+    let mut parser = ChunkParser::default();
+    let mut events = response.bytes_stream().eventsource();
+    while let Some(item) = events.next().await {
+        let event = match item {
+            Ok(event) => event,
+            Err(err) => {
+                let reason = format!("stream from {} broke off: {err}", model.provider);
+                return builder.failed(StopReason::Error, reason);
+            }
+        };
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            parser.saw_done = true;
+            break;
+        }
+        let chunk: Value = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(err) => {
+                let reason = format!(
+                    "{} sent malformed data ({err}): {}",
+                    model.provider,
+                    http::snippet(data)
+                );
+                return builder.failed(StopReason::Error, reason);
+            }
+        };
+        if let Some(reason) = stream_error(&chunk) {
+            return builder.failed(StopReason::Error, format!("{}: {reason}", model.provider));
+        }
+        for out in parser.chunk(&chunk, builder) {
+            if !sender.send(out).await {
+                return builder.failed(StopReason::Aborted, http::ABORTED);
+            }
+        }
+    }
+    if !parser.saw_done {
+        let reason = format!(
+            "stream from {} ended before [DONE]; the reply is incomplete",
+            model.provider
+        );
+        return builder.failed(StopReason::Error, reason);
+    }
+    for out in builder.end_open_toolcalls() {
+        sender.send(out).await;
+    }
+    if let Some(usage) = parser.usage {
+        builder.usage = usage;
+        builder.usage.cost = model.cost_of(&usage);
+    }
+    match parser.finish_reason.as_deref() {
+        Some("length") => builder.done(StopReason::Length),
+        Some("content_filter") => builder.failed(
+            StopReason::Error,
+            format!("{} stopped the reply: content filter", model.provider),
+        ),
+        Some("tool_calls") | Some("function_call") => builder.done(StopReason::ToolUse),
+        _ => builder.done(StopReason::Stop),
+    }
+}
+
+/// Some servers report failures inside the stream as `{"error": {...}}`.
+fn stream_error(chunk: &Value) -> Option<String> {
+    let error = chunk.get("error")?;
+    if error.is_null() {
+        return None;
+    }
+    Some(
+        error
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| error.to_string()),
+    )
+}
+
+/// State carried across chunks of one response.
+#[derive(Default)]
+struct ChunkParser {
+    /// Server tool-call index → our content-block index.
+    calls: HashMap<u64, usize>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    saw_done: bool,
+}
+
+impl ChunkParser {
+    fn chunk(&mut self, chunk: &Value, builder: &mut AssistantBuilder) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(parse_usage(usage));
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return out;
+        };
+        if let Some(delta) = choice.get("delta") {
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(text) = non_empty_str(delta.get(key)) {
+                    out.push(builder.thinking_delta(text));
+                }
+            }
+            if let Some(text) = non_empty_str(delta.get("content")) {
+                out.push(builder.text_delta(text));
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for call in calls {
+                    self.tool_call_delta(call, builder, &mut out);
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        out
+    }
+
+    fn tool_call_delta(
+        &mut self,
+        call: &Value,
+        builder: &mut AssistantBuilder,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        let server_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let function = call.get("function");
+        let index = match self.calls.get(&server_index) {
+            // llama.cpp repeats id and name in every delta: only the first opens the call.
+            Some(&index) => index,
+            None => {
+                let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+                let id = if id.is_empty() {
+                    format!("call_{server_index}")
+                } else {
+                    id.to_string()
+                };
+                let name = function
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (index, event) = builder.toolcall_start(&id, name);
+                out.push(event);
+                self.calls.insert(server_index, index);
+                index
+            }
+        };
+        if let Some(args) = non_empty_str(function.and_then(|f| f.get("arguments"))) {
+            out.push(builder.toolcall_delta(index, args));
+        }
+    }
+}
+
+fn non_empty_str(value: Option<&Value>) -> Option<&str> {
+    value.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let get = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let prompt = get(usage.get("prompt_tokens"));
+    let cached = get(usage.pointer("/prompt_tokens_details/cached_tokens"));
+    Usage {
+        input: prompt.saturating_sub(cached),
+        output: get(usage.get("completion_tokens")),
+        cache_read: cached,
+        cache_write: 0,
+        cost: 0.0,
+    }
+}
+
+/// The JSON request body for one call.
+pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    let mut messages = Vec::new();
+    if !context.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": context.system_prompt}));
+    }
+    for message in &context.messages {
+        convert_message(message, &mut messages);
+    }
+    let mut body = json!({
+        "model": model.id,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !context.tools.is_empty() {
+        let tools: Vec<Value> = context
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = options.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    body
+}
+
+fn convert_message(message: &Message, out: &mut Vec<Value>) {
+    match message {
+        Message::User(user) => out.push(json!({"role": "user", "content": user_content(&user.content)})),
+        Message::Assistant(assistant) => {
+            let text = assistant.text();
+            let calls: Vec<Value> = assistant
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    AssistantContent::ToolCall(call) => Some(json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments_text()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            // An assistant message with neither text nor calls (a failed request) says nothing.
+            if text.is_empty() && calls.is_empty() {
+                return;
+            }
+            let mut value = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            if !calls.is_empty() {
+                value["tool_calls"] = Value::Array(calls);
+            }
+            out.push(value);
+        }
+        Message::ToolResult(result) => {
+            out.push(json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": result.text()}));
+            // Tool messages carry text only; images follow as a user message.
+            let images: Vec<UserContent> = result
+                .content
+                .iter()
+                .filter(|c| matches!(c, UserContent::Image(_)))
+                .cloned()
+                .collect();
+            if !images.is_empty() {
+                out.push(json!({"role": "user", "content": user_content(&images)}));
+            }
+        }
+    }
+}
+
+fn user_content(content: &[UserContent]) -> Value {
+    if let [UserContent::Text { text }] = content {
+        return json!(text);
+    }
+    Value::Array(
+        content
+            .iter()
+            .map(|c| match c {
+                UserContent::Text { text } => json!({"type": "text", "text": text}),
+                UserContent::Image(image) => json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{};base64,{}", image.mime_type, image.data)},
+                }),
+            })
+            .collect(),
+    )
+}

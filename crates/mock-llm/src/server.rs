@@ -1,0 +1,277 @@
+//! The HTTP side: accept connections, record requests, stream scripted replies.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::script::{Fault, Reply, Script};
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// The JSON body; a string when the body was not JSON.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct State {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    /// Number of requests recorded so far.
+    request_count: watch::Sender<usize>,
+    /// Number of streams whose client went away before the stream ended.
+    disconnects: watch::Sender<usize>,
+}
+
+/// A running mock server; stops accepting connections when dropped.
+pub struct MockServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl MockServer {
+    /// Starts on a random free port of 127.0.0.1.
+    pub async fn start(script: Script) -> std::io::Result<Self> {
+        Self::start_on(script, 0).await
+    }
+
+    pub async fn start_on(script: Script, port: u16) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            replies: Mutex::new(script.replies.into()),
+            requests: Mutex::new(Vec::new()),
+            request_count: watch::channel(0).0,
+            disconnects: watch::channel(0).0,
+        });
+        let accept_state = state.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let state = accept_state.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(req, state.clone()));
+                    // A client that hangs up mid-stream is an expected event, not an error.
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(Self {
+            addr,
+            state,
+            accept,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Base URL of the OpenAI-style API, e.g. `http://127.0.0.1:4321/v1`.
+    pub fn url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Appends a reply to the script.
+    pub fn push(&self, reply: Reply) {
+        lock(&self.state.replies).push_back(reply);
+    }
+
+    /// Replies not yet served.
+    pub fn remaining(&self) -> usize {
+        lock(&self.state.replies).len()
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state.requests).clone()
+    }
+
+    /// Waits until `n` requests have arrived; errs after `timeout`.
+    pub async fn wait_for_requests(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Vec<RecordedRequest>, String> {
+        wait_for_count(&self.state.request_count, n, timeout)
+            .await
+            .map_err(|seen| format!("expected {n} requests within {timeout:?}, got {seen}"))?;
+        Ok(self.requests())
+    }
+
+    /// Streams whose client disconnected before the stream ended.
+    pub fn disconnects(&self) -> usize {
+        *self.state.disconnects.borrow()
+    }
+
+    pub async fn wait_for_disconnects(&self, n: usize, timeout: Duration) -> Result<(), String> {
+        wait_for_count(&self.state.disconnects, n, timeout)
+            .await
+            .map_err(|seen| format!("expected {n} disconnects within {timeout:?}, got {seen}"))
+    }
+}
+
+async fn wait_for_count(
+    counter: &watch::Sender<usize>,
+    n: usize,
+    timeout: Duration,
+) -> Result<(), usize> {
+    let mut rx = counter.subscribe();
+    match tokio::time::timeout(timeout, rx.wait_for(|&c| c >= n)).await {
+        Ok(Ok(_)) => Ok(()),
+        _ => Err(*counter.borrow()),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A test that panicked while holding the lock must not poison every later assertion.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Body>, Infallible> {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let bytes = match req.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let body: Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let seq = {
+        let mut requests = lock(&state.requests);
+        requests.push(RecordedRequest {
+            method,
+            path: path.clone(),
+            headers,
+            body: body.clone(),
+        });
+        requests.len()
+    };
+    state.request_count.send_replace(seq);
+
+    if !path.ends_with("/chat/completions") {
+        let message = format!("mock-llm: no API at {path}");
+        return Ok(json_error(StatusCode::NOT_FOUND, &message));
+    }
+    let Some(reply) = lock(&state.replies).pop_front() else {
+        let message = "mock-llm: script exhausted";
+        return Ok(json_error(StatusCode::INTERNAL_SERVER_ERROR, message));
+    };
+    if let Some(status) = reply.status {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = reply.error_body.clone().unwrap_or_default();
+        return Ok(Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(full(body))
+            .expect("static response parts are valid"));
+    }
+    let payloads = crate::openai_chat::payloads(&reply, &body, seq);
+    Ok(sse_response(payloads, reply, state))
+}
+
+fn full(text: impl Into<Bytes>) -> Body {
+    Full::new(text.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response<Body> {
+    let body = json!({"error": {"message": message, "type": "mock_error"}}).to_string();
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(full(body))
+        .expect("static response parts are valid")
+}
+
+type FrameResult = Result<Frame<Bytes>, std::io::Error>;
+
+fn sse_response(payloads: Vec<String>, reply: Reply, state: Arc<State>) -> Response<Body> {
+    let (tx, mut rx) = mpsc::channel::<FrameResult>(16);
+    tokio::spawn(async move {
+        if !stream_payloads(&tx, &payloads, &reply).await {
+            state.disconnects.send_modify(|n| *n += 1);
+        }
+    });
+    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(StreamBody::new(stream).boxed_unsync())
+        .expect("static response parts are valid")
+}
+
+/// Sends the payloads with the reply's pacing and fault; false when the client went away.
+async fn stream_payloads(tx: &mpsc::Sender<FrameResult>, payloads: &[String], reply: &Reply) -> bool {
+    let data = |text: &str| Ok(Frame::data(Bytes::from(format!("data: {text}\n\n"))));
+    for (i, payload) in payloads.iter().enumerate() {
+        match reply.fault {
+            Some(Fault::Drop { after }) if i == after => {
+                // An error frame makes hyper cut the connection without ending the body.
+                let _ = tx.send(Err(std::io::Error::other("mock-llm: dropped"))).await;
+                return true;
+            }
+            Some(Fault::Malformed { after }) if i == after => {
+                let _ = tx.send(data("{\"choices\": [{\"delta\": {\"content\": \"x\"")).await;
+                return true;
+            }
+            Some(Fault::Stall { after }) if i == after => {
+                tx.closed().await;
+                return false;
+            }
+            Some(Fault::NoDone) if payload == "[DONE]" => return true,
+            _ => {}
+        }
+        if reply.delay_ms > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(reply.delay_ms)) => {}
+                _ = tx.closed() => return false,
+            }
+        }
+        if tx.send(data(payload)).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
