@@ -432,7 +432,9 @@ impl Owner {
         let done = self.internal_tx.clone();
         tokio::spawn(async move {
             // A panic in the loop still reports back, so the sequence gets closed.
-            let drained = tokio::spawn(run_loop(ctx, prompts, io)).await.unwrap_or(false);
+            let drained = tokio::spawn(run_loop(ctx, prompts, io))
+                .await
+                .unwrap_or(false);
             let _ = done.send(Internal::Finished { drained });
         });
         self.run = Some(ActiveRun { cancel });

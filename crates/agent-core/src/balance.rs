@@ -21,10 +21,12 @@ pub(crate) struct Balance {
 impl Balance {
     pub fn observe(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::AgentStart => *self = Self {
-                agent: true,
-                ..Self::default()
-            },
+            AgentEvent::AgentStart => {
+                *self = Self {
+                    agent: true,
+                    ..Self::default()
+                }
+            }
             AgentEvent::TurnStart => self.turn = true,
             AgentEvent::MessageStart { message } => self.message = Some(message.clone()),
             AgentEvent::MessageEnd { message } => {
@@ -59,7 +61,9 @@ impl Balance {
                 AgentMessage::Assistant(mut partial) => {
                     partial.stop_reason = StopReason::Error;
                     partial.error_message = Some(reason.to_string());
-                    partial.content.retain(|c| !matches!(c, llm::AssistantContent::ToolCall(_)));
+                    partial
+                        .content
+                        .retain(|c| !matches!(c, llm::AssistantContent::ToolCall(_)));
                     AgentMessage::Assistant(partial)
                 }
                 other => other,

@@ -26,7 +26,9 @@ pub(crate) enum Internal {
     /// Messages taken from the steering queue that the run could not deliver.
     Requeue(Vec<AgentMessage>),
     /// The run task ended; `drained` when it stopped for lack of work (not abort/error/hook).
-    Finished { drained: bool },
+    Finished {
+        drained: bool,
+    },
 }
 
 /// The run's line to its agent, plus the run's cancellation token.
@@ -42,7 +44,10 @@ impl LoopIo {
         let _ = self.tx.send(Internal::Event(event));
     }
 
-    async fn take(&self, make: fn(oneshot::Sender<Vec<AgentMessage>>) -> Internal) -> Vec<AgentMessage> {
+    async fn take(
+        &self,
+        make: fn(oneshot::Sender<Vec<AgentMessage>>) -> Internal,
+    ) -> Vec<AgentMessage> {
         let (reply, rx) = oneshot::channel();
         if self.tx.send(make(reply)).is_err() {
             return Vec::new();

@@ -48,19 +48,23 @@ pub(crate) async fn execute_tool_calls(ctx: &RunContext, calls: &[ToolCall], io:
             });
             runs.push(prepare(ctx, call).await);
         }
-        let outcomes = join_all(runs.into_iter().zip(group).map(|(prepared, call)| async move {
-            let output = match prepared {
-                Ok((tool, args)) => execute(ctx, tool, call, args, io).await,
-                Err(output) => output,
-            };
-            let finished = finish(call, output);
-            io.emit(AgentEvent::ToolExecutionEnd {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                result: finished.result.clone(),
-            });
-            finished
-        }))
+        let outcomes = join_all(
+            runs.into_iter()
+                .zip(group)
+                .map(|(prepared, call)| async move {
+                    let output = match prepared {
+                        Ok((tool, args)) => execute(ctx, tool, call, args, io).await,
+                        Err(output) => output,
+                    };
+                    let finished = finish(call, output);
+                    io.emit(AgentEvent::ToolExecutionEnd {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        result: finished.result.clone(),
+                    });
+                    finished
+                }),
+        )
         .await;
         finished.extend(outcomes);
     }
@@ -108,7 +112,11 @@ async fn prepare(
         return Err(ToolOutput::error(format!(
             "Tool `{}` not found. Available tools: {}.",
             call.name,
-            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
         )));
     };
     if let Some(invalid) = &call.invalid_arguments {
@@ -164,9 +172,11 @@ async fn execute(
     let output = match joined {
         Some(Ok(Ok(output))) => output,
         Some(Ok(Err(err))) => ToolOutput::error(err.0),
-        Some(Err(join)) if join.is_panic() => {
-            ToolOutput::error(format!("Tool `{}` crashed: {}", call.name, panic_text(join)))
-        }
+        Some(Err(join)) if join.is_panic() => ToolOutput::error(format!(
+            "Tool `{}` crashed: {}",
+            call.name,
+            panic_text(join)
+        )),
         Some(Err(_)) | None => ToolOutput::error("Tool call was aborted."),
     };
     ctx.hooks.after_tool_call(call, output).await
@@ -187,7 +197,11 @@ fn panic_text(join: tokio::task::JoinError) -> String {
 fn finish(call: &ToolCall, output: ToolOutput) -> Finished {
     let mut content = output.content;
     if content.is_empty() {
-        let text = if output.is_error { "(error with no message)" } else { "(no output)" };
+        let text = if output.is_error {
+            "(error with no message)"
+        } else {
+            "(no output)"
+        };
         content.push(UserContent::Text {
             text: text.to_string(),
         });

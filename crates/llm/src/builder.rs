@@ -13,7 +13,11 @@ enum Block {
         signature: Option<String>,
     },
     /// A tool call still streaming its arguments.
-    PartialCall { id: String, name: String, raw: String },
+    PartialCall {
+        id: String,
+        name: String,
+        raw: String,
+    },
     DoneCall(ToolCall),
 }
 

@@ -111,7 +111,10 @@ mod tests {
         let body = r#"{"error":{"message":"invalid API key","type":"auth"}}"#;
         assert_eq!(error_body_message(body), "invalid API key");
         assert_eq!(error_body_message(""), "no details");
-        assert_eq!(error_body_message("<html>bad gateway</html>"), "<html>bad gateway</html>");
+        assert_eq!(
+            error_body_message("<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! `stop_reason` is [`StopReason::Error`].
 
 mod builder;
-mod http;
 mod event;
+mod http;
 mod message;
 mod model;
 pub mod openai_completions;

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, Sender};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider,
-    StopReason, StreamEvent, StreamOptions, Usage, UserContent,
+    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
+    StreamEvent, StreamOptions, Usage, UserContent,
 };
 
 /// Client for the chat-completions wire API.
@@ -286,7 +286,9 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
 
 fn convert_message(message: &Message, out: &mut Vec<Value>) {
     match message {
-        Message::User(user) => out.push(json!({"role": "user", "content": user_content(&user.content)})),
+        Message::User(user) => {
+            out.push(json!({"role": "user", "content": user_content(&user.content)}))
+        }
         Message::Assistant(assistant) => {
             let text = assistant.text();
             let calls: Vec<Value> = assistant

@@ -4,7 +4,10 @@ use clap::Parser;
 use mock_llm::{MockServer, Script};
 
 #[derive(Parser)]
-#[command(version, about = "Scripted LLM server on 127.0.0.1 for tests, benchmarks and demos")]
+#[command(
+    version,
+    about = "Scripted LLM server on 127.0.0.1 for tests, benchmarks and demos"
+)]
 struct Args {
     /// JSON script: {"replies": [{"text": "…"}, {"tool_calls": [...]}, …]}
     #[arg(long)]

@@ -7,7 +7,10 @@ use crate::script::{Reply, chunks};
 /// The `data:` payloads of one streamed reply, in order, ending with `[DONE]`.
 pub(crate) fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String> {
     let id = format!("chatcmpl-mock-{seq}");
-    let model = request.get("model").and_then(Value::as_str).unwrap_or("mock");
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock");
     let chunk = |delta: Value, finish: Value| {
         json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -15,7 +18,10 @@ pub(crate) fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String
         })
         .to_string()
     };
-    let mut out = vec![chunk(json!({"role": "assistant", "content": null}), Value::Null)];
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": null}),
+        Value::Null,
+    )];
     if let Some(thinking) = &reply.thinking {
         for piece in chunks(thinking, reply.chunk_size) {
             out.push(chunk(json!({"reasoning_content": piece}), Value::Null));
@@ -40,11 +46,18 @@ pub(crate) fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String
         }
     }
     let finish = reply.finish_reason.clone().unwrap_or_else(|| {
-        if reply.tool_calls.is_empty() { "stop" } else { "tool_calls" }.to_string()
+        if reply.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string()
     });
     out.push(chunk(json!({}), json!(finish)));
     if request.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)) {
-        let usage = reply.usage.unwrap_or_else(|| estimate_usage(reply, request));
+        let usage = reply
+            .usage
+            .unwrap_or_else(|| estimate_usage(reply, request));
         out.push(
             json!({
                 "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,

@@ -171,7 +171,12 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
     let headers = req
         .headers()
         .iter()
-        .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let bytes = match req.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -213,7 +218,9 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
 }
 
 fn full(text: impl Into<Bytes>) -> Body {
-    Full::new(text.into()).map_err(|never| match never {}).boxed_unsync()
+    Full::new(text.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 fn json_error(status: StatusCode, message: &str) -> Response<Body> {
@@ -243,17 +250,25 @@ fn sse_response(payloads: Vec<String>, reply: Reply, state: Arc<State>) -> Respo
 }
 
 /// Sends the payloads with the reply's pacing and fault; false when the client went away.
-async fn stream_payloads(tx: &mpsc::Sender<FrameResult>, payloads: &[String], reply: &Reply) -> bool {
+async fn stream_payloads(
+    tx: &mpsc::Sender<FrameResult>,
+    payloads: &[String],
+    reply: &Reply,
+) -> bool {
     let data = |text: &str| Ok(Frame::data(Bytes::from(format!("data: {text}\n\n"))));
     for (i, payload) in payloads.iter().enumerate() {
         match reply.fault {
             Some(Fault::Drop { after }) if i == after => {
                 // An error frame makes hyper cut the connection without ending the body.
-                let _ = tx.send(Err(std::io::Error::other("mock-llm: dropped"))).await;
+                let _ = tx
+                    .send(Err(std::io::Error::other("mock-llm: dropped")))
+                    .await;
                 return true;
             }
             Some(Fault::Malformed { after }) if i == after => {
-                let _ = tx.send(data("{\"choices\": [{\"delta\": {\"content\": \"x\"")).await;
+                let _ = tx
+                    .send(data("{\"choices\": [{\"delta\": {\"content\": \"x\""))
+                    .await;
                 return true;
             }
             Some(Fault::Stall { after }) if i == after => {

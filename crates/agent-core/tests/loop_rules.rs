@@ -1,0 +1,620 @@
+//! Each rule of the turn loop, checked against a scripted in-process provider.
+
+mod support;
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentError, AgentEvent, AgentMessage, Concurrency, Hooks, NextTurn, QueueMode, ToolOutput,
+    TurnInfo,
+};
+use async_trait::async_trait;
+use llm::{Message, StopReason, ToolCall};
+use support::*;
+
+fn wire_roles(context: &llm::Context) -> Vec<&'static str> {
+    context
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "tool_result",
+        })
+        .collect()
+}
+
+fn last_user_text(context: &llm::Context) -> String {
+    context
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User(u) => Some(u.plain_text()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_text_reply_produces_the_full_event_sequence() {
+    let mut h = harness(vec![text_reply("Hello")]).spawn();
+    let events = h.run("hi").await;
+    assert_eq!(
+        kinds(&events),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::MessageUpdate { .. }))
+    );
+    let messages = h.messages().await;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1].preview(), "Hello");
+    let AgentEvent::AgentEnd { messages: added } = events.last().unwrap() else {
+        panic!()
+    };
+    assert_eq!(added, &messages);
+}
+
+#[tokio::test]
+async fn tool_calls_run_and_their_results_reach_the_next_request() {
+    let mut h = harness(vec![
+        call_reply("c1", "echo", r#"{"x": 1}"#),
+        text_reply("done"),
+    ])
+    .tool("echo", Concurrency::Shared, Behaviour::Echo)
+    .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(
+        wire_roles(&contexts[1]),
+        ["user", "assistant", "tool_result"]
+    );
+    let Message::ToolResult(result) = &contexts[1].messages[2] else {
+        panic!()
+    };
+    assert_eq!(result.tool_call_id, "c1");
+    assert_eq!(result.text(), r#"echo {"x":1}"#);
+    assert!(!result.is_error);
+    assert_eq!(contexts[0].tools.len(), 1);
+    assert_eq!(contexts[0].system_prompt, "You are a test.");
+}
+
+#[tokio::test]
+async fn stop_with_tool_calls_still_runs_them() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "echo", "{}")
+        .done(StopReason::Stop);
+    let mut h = harness(vec![reply, text_reply("ok")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    h.run("go").await;
+    assert_eq!(h.log(), ["start c1", "end c1"]);
+    assert_eq!(h.provider.contexts().len(), 2);
+}
+
+#[tokio::test]
+async fn length_cut_tool_calls_are_not_run_and_ask_for_a_reissue() {
+    let cut = support::ReplyScript::new()
+        .call("c1", "echo", r#"{"x": 1}"#)
+        .done(StopReason::Length);
+    let mut h = harness(vec![cut, text_reply("retried")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    assert!(h.log().is_empty(), "the tool must not run");
+    let results = tool_results(&h.messages().await);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].text().contains("Issue the call again"),
+        "{}",
+        results[0].text()
+    );
+    assert_eq!(
+        h.provider.contexts().len(),
+        2,
+        "the model gets to re-issue the call"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_error_pairs_every_tool_call_and_ends_the_run() {
+    let failing = support::ReplyScript::new()
+        .call("c1", "echo", "{}")
+        .partial_call("c2", "echo", r#"{"x": 1}"#)
+        .error("503 Service Unavailable");
+    let mut h = harness(vec![failing])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let messages = h.messages().await;
+    assert_paired(&messages);
+    let AgentMessage::Assistant(assistant) = &messages[1] else {
+        panic!()
+    };
+    assert_eq!(assistant.stop_reason, StopReason::Error);
+    assert_eq!(
+        assistant.error_message.as_deref(),
+        Some("503 Service Unavailable")
+    );
+    let ids: Vec<_> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["c1"], "the unfinished call is dropped");
+    assert!(h.log().is_empty(), "nothing runs after an error");
+    assert_eq!(h.provider.contexts().len(), 1);
+}
+
+#[tokio::test]
+async fn abort_mid_stream_keeps_partial_text_and_completed_calls_only() {
+    let reply = support::ReplyScript::new()
+        .text("partial answer")
+        .call("c1", "echo", "{}")
+        .partial_call("c2", "echo", r#"{"x": 12}"#)
+        .act(Action::Steer("keep me".into()))
+        .act(Action::Abort)
+        .hang();
+    let mut h = harness(vec![reply])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let messages = h.messages().await;
+    assert_paired(&messages);
+    let AgentMessage::Assistant(assistant) = &messages[1] else {
+        panic!()
+    };
+    assert_eq!(assistant.stop_reason, StopReason::Aborted);
+    assert_eq!(assistant.text(), "partial answer");
+    let ids: Vec<_> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["c1"]);
+    assert!(h.log().is_empty());
+    let snapshot = h.agent.snapshot().await.unwrap();
+    assert_eq!(snapshot.steering.len(), 1, "steering survives an abort");
+    assert_eq!(snapshot.steering[0].preview(), "keep me");
+}
+
+#[tokio::test]
+async fn abort_during_a_tool_stops_it_and_pairs_the_rest() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "wait", "{}")
+        .call("c2", "echo", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply])
+        .tool("wait", Concurrency::Exclusive, Behaviour::WaitForAbort)
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    h.agent.prompt(AgentMessage::user("go")).await.unwrap();
+    // Abort once the waiting tool has started.
+    let mut events = Vec::new();
+    loop {
+        let event = h.events.recv().await.unwrap();
+        let started = matches!(event, AgentEvent::ToolExecutionStart { .. });
+        events.push(event);
+        if started {
+            break;
+        }
+    }
+    h.agent.abort();
+    events.extend(h.settle().await);
+    assert_balanced(&events);
+    let messages = h.messages().await;
+    assert_paired(&messages);
+    let results = tool_results(&messages);
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r.is_error));
+    assert_eq!(
+        h.log(),
+        ["start c1", "end c1"],
+        "the second call never starts"
+    );
+    assert_eq!(
+        h.provider.contexts().len(),
+        1,
+        "no model call after an abort"
+    );
+}
+
+#[tokio::test]
+async fn failures_become_error_results_and_the_run_goes_on() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "missing", "{}")
+        .call("c2", "echo", r#"{"x": "#)
+        .call("c3", "echo", r#"{"x": "many"}"#)
+        .call("c4", "fail", "{}")
+        .call("c5", "boom", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("recovered")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .tool(
+            "fail",
+            Concurrency::Shared,
+            Behaviour::Fail("disk on fire".into()),
+        )
+        .tool("boom", Concurrency::Shared, Behaviour::Panic)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let results = tool_results(&h.messages().await);
+    let texts: Vec<String> = results.iter().map(|r| r.text()).collect();
+    assert!(results.iter().all(|r| r.is_error), "{texts:?}");
+    assert!(
+        texts[0].contains("Tool `missing` not found"),
+        "{}",
+        texts[0]
+    );
+    assert!(texts[1].contains("not valid JSON"), "{}", texts[1]);
+    assert!(texts[2].contains("`x` must be integer"), "{}", texts[2]);
+    assert_eq!(texts[3], "disk on fire");
+    assert!(texts[4].contains("crashed: tool exploded"), "{}", texts[4]);
+    assert_eq!(h.provider.contexts().len(), 2, "the model sees the errors");
+}
+
+#[tokio::test]
+async fn shared_calls_run_together() {
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let reply = support::ReplyScript::new()
+        .call("c1", "meet", "{}")
+        .call("c2", "meet", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("ok")])
+        .tool("meet", Concurrency::Shared, Behaviour::Rendezvous(barrier))
+        .spawn();
+    h.run("go").await;
+    let results = tool_results(&h.messages().await);
+    assert!(results.iter().all(|r| r.text() == "met"), "{results:?}");
+}
+
+#[tokio::test]
+async fn exclusive_calls_run_alone_and_results_keep_the_call_order() {
+    let reply = support::ReplyScript::new()
+        .call("a", "read", "{}")
+        .call("b", "read", "{}")
+        .call("c", "write", "{}")
+        .call("d", "read", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("ok")])
+        .tool("read", Concurrency::Shared, Behaviour::Echo)
+        .tool("write", Concurrency::Exclusive, Behaviour::Echo)
+        .spawn();
+    h.run("go").await;
+    let log = h.log();
+    let at = |entry: &str| log.iter().position(|l| l == entry).unwrap();
+    assert!(
+        at("end a") < at("start c") && at("end b") < at("start c"),
+        "{log:?}"
+    );
+    assert!(at("end c") < at("start d"), "{log:?}");
+    let ids: Vec<String> = tool_results(&h.messages().await)
+        .into_iter()
+        .map(|r| r.tool_call_id)
+        .collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+}
+
+#[tokio::test]
+async fn steering_arrives_after_the_tool_batch_without_cutting_it_short() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "steerer", "{}")
+        .call("c2", "echo", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("adjusted")])
+        .tool(
+            "steerer",
+            Concurrency::Exclusive,
+            Behaviour::Act(Action::Steer("use tabs".into())),
+        )
+        .tool("echo", Concurrency::Exclusive, Behaviour::Echo)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    assert_eq!(
+        h.log(),
+        ["start c1", "end c1", "start c2", "end c2"],
+        "both tools ran"
+    );
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(
+        wire_roles(&contexts[1]),
+        ["user", "assistant", "tool_result", "tool_result", "user"]
+    );
+    assert_eq!(last_user_text(&contexts[1]), "use tabs");
+    assert!(h.agent.snapshot().await.unwrap().steering.is_empty());
+}
+
+#[tokio::test]
+async fn follow_ups_wait_until_the_run_would_stop() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "queuer", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![
+        reply,
+        text_reply("first done"),
+        text_reply("second done"),
+    ])
+    .tool(
+        "queuer",
+        Concurrency::Exclusive,
+        Behaviour::Act(Action::FollowUp("and then docs".into())),
+    )
+    .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 3);
+    // The follow-up is not in the request right after the tool result…
+    assert_eq!(last_user_text(&contexts[1]), "go");
+    // …but after the answer that would have ended the run.
+    assert_eq!(
+        wire_roles(&contexts[2]),
+        ["user", "assistant", "tool_result", "assistant", "user"]
+    );
+    assert_eq!(last_user_text(&contexts[2]), "and then docs");
+    let starts = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::AgentStart))
+        .count();
+    assert_eq!(starts, 1, "one run serves the follow-up");
+}
+
+#[tokio::test]
+async fn one_at_a_time_delivers_one_steering_message_per_turn() {
+    let reply = support::ReplyScript::new()
+        .act(Action::Steer("one".into()))
+        .act(Action::Steer("two".into()))
+        .call("c1", "echo", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("a"), text_reply("b")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .configure(|c| c.steering_mode = QueueMode::OneAtATime)
+        .spawn();
+    h.run("go").await;
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 3);
+    assert_eq!(last_user_text(&contexts[1]), "one");
+    assert_eq!(last_user_text(&contexts[2]), "two");
+}
+
+#[tokio::test]
+async fn all_mode_delivers_every_steering_message_at_once() {
+    let reply = support::ReplyScript::new()
+        .act(Action::Steer("one".into()))
+        .act(Action::Steer("two".into()))
+        .call("c1", "echo", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("a")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    h.run("go").await;
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(
+        wire_roles(&contexts[1]),
+        ["user", "assistant", "tool_result", "user", "user"]
+    );
+}
+
+#[tokio::test]
+async fn terminate_stops_only_when_every_result_asks() {
+    let all = support::ReplyScript::new()
+        .call("c1", "stop", "{}")
+        .call("c2", "stop", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![all, text_reply("never")])
+        .tool("stop", Concurrency::Shared, Behaviour::Terminate)
+        .spawn();
+    h.run("go").await;
+    assert_eq!(
+        h.provider.contexts().len(),
+        1,
+        "no model call after a terminating batch"
+    );
+
+    let mixed = support::ReplyScript::new()
+        .call("c1", "stop", "{}")
+        .call("c2", "echo", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![mixed, text_reply("continued")])
+        .tool("stop", Concurrency::Shared, Behaviour::Terminate)
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .spawn();
+    h.run("go").await;
+    assert_eq!(
+        h.provider.contexts().len(),
+        2,
+        "one result did not ask to terminate"
+    );
+}
+
+#[tokio::test]
+async fn tool_updates_stream_between_start_and_end() {
+    let mut h = harness(vec![call_reply("c1", "progress", "{}"), text_reply("ok")])
+        .tool("progress", Concurrency::Shared, Behaviour::Updates)
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let updates: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionUpdate { partial, .. } => Some(partial_text(partial)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, ["partial 1", "partial 2"]);
+}
+
+fn partial_text(output: &ToolOutput) -> String {
+    match &output.content[0] {
+        llm::UserContent::Text { text } => text.clone(),
+        _ => String::new(),
+    }
+}
+
+struct Guard;
+
+#[async_trait]
+impl Hooks for Guard {
+    async fn before_tool_call(&self, call: &ToolCall) -> Result<(), String> {
+        if call.arguments["x"] == 13 {
+            Err("13 is unlucky".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn after_tool_call(&self, _call: &ToolCall, mut output: ToolOutput) -> ToolOutput {
+        output.content.push(llm::UserContent::Text {
+            text: "[redacted]".into(),
+        });
+        output
+    }
+
+    async fn prepare_next_turn(&self, _turn: &TurnInfo<'_>) -> NextTurn {
+        NextTurn {
+            model: Some(model("switched")),
+            thinking: None,
+        }
+    }
+
+    fn should_stop_after_turn(&self, turn: &TurnInfo<'_>) -> bool {
+        turn.tool_results
+            .iter()
+            .any(|r| r.text().contains("stop-now"))
+    }
+}
+
+#[tokio::test]
+async fn hooks_block_rewrite_and_steer_the_next_turn() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "echo", r#"{"x": 13}"#)
+        .call("c2", "echo", r#"{"x": 1}"#)
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("ok")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .configure(|c| c.hooks = Arc::new(Guard))
+        .spawn();
+    let events = h.run("go").await;
+    let results = tool_results(&h.messages().await);
+    assert!(results[0].is_error);
+    assert!(results[0].text().contains("blocked: 13 is unlucky"));
+    assert_eq!(
+        h.log(),
+        ["start c2", "end c2"],
+        "the blocked call never ran"
+    );
+    assert!(results[1].text().ends_with("[redacted]"));
+    assert_balanced(&events);
+    // prepare_next_turn switched the model of the second call.
+    assert_eq!(*h.provider.models.lock().unwrap(), ["scripted", "switched"]);
+}
+
+#[tokio::test]
+async fn should_stop_after_turn_ends_the_run_and_keeps_steering() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "echo", r#"{"x": 1}"#)
+        .act(Action::Steer("later".into()))
+        .done(StopReason::ToolUse);
+    struct StopAll;
+    impl Hooks for StopAll {
+        fn should_stop_after_turn(&self, _turn: &TurnInfo<'_>) -> bool {
+            true
+        }
+    }
+    let mut h = harness(vec![reply, text_reply("never")])
+        .tool("echo", Concurrency::Shared, Behaviour::Echo)
+        .configure(|c| c.hooks = Arc::new(StopAll))
+        .spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    assert_eq!(h.provider.contexts().len(), 1);
+    assert_eq!(h.agent.snapshot().await.unwrap().steering.len(), 1);
+}
+
+#[tokio::test]
+async fn notices_never_reach_the_provider() {
+    let mut h = harness(vec![text_reply("a"), text_reply("b")])
+        .configure(|c| c.messages = vec![AgentMessage::notice("compacted 3 turns")])
+        .spawn();
+    h.run("one").await;
+    h.run("two").await;
+    for context in h.provider.contexts() {
+        for message in &context.messages {
+            if let Message::User(u) = message {
+                assert!(!u.plain_text().contains("compacted"));
+            }
+        }
+    }
+    assert!(matches!(h.messages().await[0], AgentMessage::Notice(_)));
+}
+
+#[tokio::test]
+async fn a_stream_that_vanishes_becomes_an_error_message() {
+    let mut h = harness(vec![support::ReplyScript::new().text("half").vanish()]).spawn();
+    let events = h.run("go").await;
+    assert_balanced(&events);
+    let AgentMessage::Assistant(a) = &h.messages().await[1] else {
+        panic!()
+    };
+    assert_eq!(a.stop_reason, StopReason::Error);
+    assert!(
+        a.error_message
+            .as_deref()
+            .unwrap()
+            .contains("ended without a result")
+    );
+}
+
+#[tokio::test]
+async fn prompt_while_running_is_refused_and_continue_resumes_after_abort() {
+    let mut h = harness(vec![
+        support::ReplyScript::new().text("thinking…").hang(),
+        text_reply("resumed"),
+    ])
+    .spawn();
+    h.agent.prompt(AgentMessage::user("go")).await.unwrap();
+    assert_eq!(
+        h.agent.prompt(AgentMessage::user("again")).await,
+        Err(AgentError::Busy)
+    );
+    h.agent.steer(AgentMessage::user("do it differently"));
+    h.agent.abort();
+    h.settle().await;
+    assert_eq!(h.agent.snapshot().await.unwrap().steering.len(), 1);
+    h.agent.continue_run().await.unwrap();
+    let events = h.settle().await;
+    assert_balanced(&events);
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(wire_roles(&contexts[1]), ["user", "assistant", "user"]);
+    assert_eq!(last_user_text(&contexts[1]), "do it differently");
+    assert_eq!(
+        h.agent.continue_run().await,
+        Err(AgentError::NothingToContinue)
+    );
+}
+
+#[tokio::test]
+async fn take_queued_returns_both_queues_and_empties_them() {
+    let h = harness(vec![]).spawn();
+    h.agent.steer(AgentMessage::user("s"));
+    h.agent.follow_up(AgentMessage::user("f"));
+    let (steering, follow_up) = h.agent.take_queued().await.unwrap();
+    assert_eq!((steering.len(), follow_up.len()), (1, 1));
+    let snapshot = h.agent.snapshot().await.unwrap();
+    assert!(snapshot.steering.is_empty() && snapshot.follow_up.is_empty());
+}
