@@ -28,6 +28,9 @@ pub struct Reply {
     pub fault: Option<Fault>,
     /// Usage reported in the final chunk; estimated from the sizes when absent.
     pub usage: Option<ScriptUsage>,
+    /// A captured SSE body served verbatim (in `chunk_size`-byte pieces) instead of the fields
+    /// above: replays real servers' streams.
+    pub raw_sse: Option<String>,
 }
 
 impl Default for Reply {
@@ -43,6 +46,7 @@ impl Default for Reply {
             error_body: None,
             fault: None,
             usage: None,
+            raw_sse: None,
         }
     }
 }
@@ -106,6 +110,15 @@ impl Reply {
         Self {
             status: Some(status),
             error_body: Some(body.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Serves a captured SSE body verbatim.
+    pub fn raw_sse(body: impl Into<String>) -> Self {
+        Self {
+            raw_sse: Some(body.into()),
+            chunk_size: 512,
             ..Self::default()
         }
     }

@@ -213,8 +213,14 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             .body(full(body))
             .expect("static response parts are valid"));
     }
-    let payloads = crate::openai_chat::payloads(&reply, &body, seq);
-    Ok(sse_response(payloads, reply, state))
+    let frames = match &reply.raw_sse {
+        Some(raw) => raw_pieces(raw, reply.chunk_size),
+        None => crate::openai_chat::payloads(&reply, &body, seq)
+            .iter()
+            .map(|p| format!("data: {p}\n\n"))
+            .collect(),
+    };
+    Ok(sse_response(frames, reply, state))
 }
 
 fn full(text: impl Into<Bytes>) -> Body {
@@ -234,10 +240,25 @@ fn json_error(status: StatusCode, message: &str) -> Response<Body> {
 
 type FrameResult = Result<Frame<Bytes>, std::io::Error>;
 
-fn sse_response(payloads: Vec<String>, reply: Reply, state: Arc<State>) -> Response<Body> {
+/// A raw body cut into pieces of at most `size` bytes, on character boundaries.
+fn raw_pieces(raw: &str, size: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest = raw;
+    while !rest.is_empty() {
+        let mut cut = size.max(1).min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        pieces.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    pieces
+}
+
+fn sse_response(frames: Vec<String>, reply: Reply, state: Arc<State>) -> Response<Body> {
     let (tx, mut rx) = mpsc::channel::<FrameResult>(16);
     tokio::spawn(async move {
-        if !stream_payloads(&tx, &payloads, &reply).await {
+        if !stream_frames(&tx, &frames, &reply).await {
             state.disconnects.send_modify(|n| *n += 1);
         }
     });
@@ -249,33 +270,27 @@ fn sse_response(payloads: Vec<String>, reply: Reply, state: Arc<State>) -> Respo
         .expect("static response parts are valid")
 }
 
-/// Sends the payloads with the reply's pacing and fault; false when the client went away.
-async fn stream_payloads(
-    tx: &mpsc::Sender<FrameResult>,
-    payloads: &[String],
-    reply: &Reply,
-) -> bool {
-    let data = |text: &str| Ok(Frame::data(Bytes::from(format!("data: {text}\n\n"))));
-    for (i, payload) in payloads.iter().enumerate() {
+/// Sends the frames with the reply's pacing and fault; false when the client went away.
+async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply: &Reply) -> bool {
+    let data = |text: &str| Ok(Frame::data(Bytes::from(text.to_string())));
+    for (i, frame) in frames.iter().enumerate() {
         match reply.fault {
             Some(Fault::Drop { after }) if i == after => {
                 // An error frame makes hyper cut the connection without ending the body.
-                let _ = tx
-                    .send(Err(std::io::Error::other("mock-llm: dropped")))
-                    .await;
+                let dropped = std::io::Error::other("mock-llm: dropped");
+                let _ = tx.send(Err(dropped)).await;
                 return true;
             }
             Some(Fault::Malformed { after }) if i == after => {
-                let _ = tx
-                    .send(data("{\"choices\": [{\"delta\": {\"content\": \"x\""))
-                    .await;
+                let broken = "data: {\"choices\": [{\"delta\": {\"content\": \"x\"\n\n";
+                let _ = tx.send(data(broken)).await;
                 return true;
             }
             Some(Fault::Stall { after }) if i == after => {
                 tx.closed().await;
                 return false;
             }
-            Some(Fault::NoDone) if payload == "[DONE]" => return true,
+            Some(Fault::NoDone) if frame.starts_with("data: [DONE]") => return true,
             _ => {}
         }
         if reply.delay_ms > 0 {
@@ -284,7 +299,7 @@ async fn stream_payloads(
                 _ = tx.closed() => return false,
             }
         }
-        if tx.send(data(payload)).await.is_err() {
+        if tx.send(data(frame)).await.is_err() {
             return false;
         }
     }
