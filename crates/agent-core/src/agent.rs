@@ -133,6 +133,7 @@ impl Agent {
             balance: Balance::default(),
             idle_waiters: Vec::new(),
             internal_tx,
+            handles_alive: true,
         };
         tokio::spawn(owner.serve(rx, internal_rx));
         Self { tx }
@@ -238,6 +239,8 @@ struct Owner {
     balance: Balance,
     idle_waiters: Vec<Reply<()>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
+    /// False once every `Agent` handle is gone: finish the run, start no other.
+    handles_alive: bool,
 }
 
 impl Owner {
@@ -246,23 +249,21 @@ impl Owner {
         mut commands: mpsc::UnboundedReceiver<Command>,
         mut internal: mpsc::UnboundedReceiver<Internal>,
     ) {
-        let mut handles_alive = true;
         loop {
+            // Unbiased: a run streaming fast must not starve an abort.
             tokio::select! {
-                // Run reports first: a command must see the state the run has reached.
-                biased;
                 Some(message) = internal.recv() => self.on_internal(message),
-                command = commands.recv(), if handles_alive => match command {
+                command = commands.recv(), if self.handles_alive => match command {
                     Some(command) => self.on_command(command),
                     None => {
-                        handles_alive = false;
+                        self.handles_alive = false;
                         if let Some(run) = &self.run {
                             run.cancel.cancel();
                         }
                     }
                 },
             }
-            if !handles_alive && self.run.is_none() {
+            if !self.handles_alive && self.run.is_none() {
                 break;
             }
         }
@@ -343,13 +344,19 @@ impl Owner {
             .iter()
             .rev()
             .find(|m| !matches!(m, AgentMessage::Notice(_)));
-        match last {
-            Some(AgentMessage::User(_) | AgentMessage::ToolResult(_)) => {
-                self.start_run(Vec::new());
-                Ok(())
+        let resumable = match last {
+            Some(AgentMessage::User(_) | AgentMessage::ToolResult(_)) => true,
+            // A failed request is retried: the provider drops the empty failed answer.
+            Some(AgentMessage::Assistant(a)) => {
+                a.stop_reason == llm::StopReason::Error && a.content.is_empty()
             }
-            _ => Err(AgentError::NothingToContinue),
+            _ => false,
+        };
+        if !resumable {
+            return Err(AgentError::NothingToContinue);
         }
+        self.start_run(Vec::new());
+        Ok(())
     }
 
     fn on_internal(&mut self, message: Internal) {
@@ -357,6 +364,13 @@ impl Owner {
             Internal::Event(event) => {
                 self.balance.observe(&event);
                 self.deliver(event);
+            }
+            // An aborted run gets nothing more: the queues wait for the next run.
+            Internal::TakeSteering(reply) if self.run_cancelled() => {
+                let _ = reply.send(Vec::new());
+            }
+            Internal::TakeFollowUp(reply) if self.run_cancelled() => {
+                let _ = reply.send(Vec::new());
             }
             Internal::TakeSteering(reply) => {
                 let taken = self.steering.take();
@@ -391,13 +405,20 @@ impl Owner {
         }
     }
 
+    fn run_cancelled(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.cancel.is_cancelled())
+    }
+
     fn on_run_finished(&mut self, drained: bool) {
+        let cancelled = self.run_cancelled();
+        // Idle before `agent_end` goes out, so a reader can prompt as soon as it sees it.
+        self.run = None;
         for event in self.balance.close(&self.messages) {
             self.deliver(event);
         }
-        self.run = None;
-        // Messages queued after the run's last poll would otherwise wait for the next prompt.
-        if drained {
+        // Messages queued after the run's last poll would otherwise wait for the next prompt;
+        // never after an abort, and never once nobody holds a handle to abort it.
+        if drained && !cancelled && self.handles_alive {
             let mut next = self.steering.take();
             if next.is_empty() {
                 next = self.follow_up.take();

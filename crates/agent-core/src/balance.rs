@@ -1,8 +1,9 @@
 //! Keeps the event sequence closed whatever happens inside a run.
 //!
-//! The agent watches every event of a run. If the run task dies (a bug, a panic), whatever it
-//! left open is closed here, and tool calls left without a result get one, so subscribers and
-//! the history always see a well-formed sequence.
+//! The agent watches every event of a run and emits the run's `agent_end` from here when the
+//! run task ends. If the task died (a bug, a panic), whatever it left open is closed first and
+//! tool calls left without a result get one, so subscribers and the history always see a
+//! well-formed sequence.
 
 use llm::{AssistantMessage, StopReason};
 

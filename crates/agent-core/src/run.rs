@@ -77,20 +77,19 @@ pub(crate) struct RunContext {
     pub stream_options: StreamOptions,
 }
 
-impl RunContext {
-    fn push(&mut self, message: AgentMessage, added: &mut Vec<AgentMessage>) {
-        self.messages.push(message.clone());
-        added.push(message);
-    }
-}
-
 /// Runs until the model stops and no queued message is left, or until abort or error.
-/// Returns true when it stopped because no work was left.
+/// Returns true when it stopped because no work was left. The agent emits the closing
+/// `agent_end` once the run task has ended, so a reader that sees it can prompt again at once.
 pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io: LoopIo) -> bool {
     io.emit(AgentEvent::AgentStart);
-    let mut added = Vec::new();
-    let mut pending = prompts;
-    pending.extend(io.take(Internal::TakeSteering).await);
+    // The prompt belongs to the history even if the run is aborted before the model answers.
+    io.emit(AgentEvent::TurnStart);
+    let mut turn_open = true;
+    for message in prompts {
+        io.emit_message(&message);
+        ctx.messages.push(message);
+    }
+    let mut pending = io.take(Internal::TakeSteering).await;
     let mut drained = false;
 
     'outer: loop {
@@ -101,16 +100,31 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
             if io.cancel.is_cancelled() {
                 // Taken from the queue but never seen by the model: give them back.
                 let _ = io.tx.send(Internal::Requeue(std::mem::take(&mut pending)));
+                if turn_open {
+                    let message = AssistantMessage::empty(&ctx.model.id, &ctx.model.provider);
+                    io.emit(AgentEvent::TurnEnd {
+                        message: AssistantMessage {
+                            stop_reason: StopReason::Aborted,
+                            error_message: Some("Request was aborted".into()),
+                            ..message
+                        },
+                        tool_results: Vec::new(),
+                    });
+                }
                 break 'outer;
             }
-            io.emit(AgentEvent::TurnStart);
+            if !turn_open {
+                io.emit(AgentEvent::TurnStart);
+            }
+            turn_open = false;
             for message in pending.drain(..) {
                 io.emit_message(&message);
-                ctx.push(message, &mut added);
+                ctx.messages.push(message);
             }
 
             let assistant = stream_assistant(&ctx, &io).await;
-            ctx.push(AgentMessage::Assistant(assistant.clone()), &mut added);
+            ctx.messages
+                .push(AgentMessage::Assistant(assistant.clone()));
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
 
             let (results, terminate) = match assistant.stop_reason {
@@ -135,7 +149,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
             for result in &results {
                 let message = AgentMessage::ToolResult(result.clone());
                 io.emit_message(&message);
-                ctx.push(message, &mut added);
+                ctx.messages.push(message);
             }
             io.emit(AgentEvent::TurnEnd {
                 message: assistant.clone(),
@@ -156,7 +170,11 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
                 tool_results: &results,
                 messages: &ctx.messages,
             };
-            let next = ctx.hooks.prepare_next_turn(&turn).await;
+            // A hook that waits (for the user, say) must not hold up an abort.
+            let next = tokio::select! {
+                next = ctx.hooks.prepare_next_turn(&turn) => next,
+                _ = io.cancel.cancelled() => break 'outer,
+            };
             let stop = ctx.hooks.should_stop_after_turn(&turn);
             if let Some(model) = next.model {
                 ctx.model = model;
@@ -178,7 +196,6 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
             break;
         }
     }
-    io.emit(AgentEvent::AgentEnd { messages: added });
     drained
 }
 

@@ -4,7 +4,7 @@
 //! it and before everything after it. Results keep the assistant's order. Every failure (unknown
 //! tool, bad arguments, a blocked call, an error or a panic in the tool) becomes an error result.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -12,6 +12,8 @@ use llm::{ToolCall, ToolResultMessage, UserContent, now_millis};
 
 use crate::run::{LoopIo, RunContext, error_result};
 use crate::{AgentEvent, Concurrency, Tool, ToolContext, ToolOutput, validate_arguments};
+
+const ABORTED: &str = "Tool call was aborted.";
 
 /// How long an aborted tool gets to stop (and kill its children) before it is abandoned.
 const ABORT_GRACE: Duration = Duration::from_secs(3);
@@ -46,7 +48,7 @@ pub(crate) async fn execute_tool_calls(ctx: &RunContext, calls: &[ToolCall], io:
                 tool_name: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            runs.push(prepare(ctx, call).await);
+            runs.push(prepare(ctx, call, &io.cancel).await);
         }
         let outcomes = join_all(
             runs.into_iter()
@@ -106,6 +108,7 @@ fn find_tool(ctx: &RunContext, name: &str) -> Option<Arc<dyn Tool>> {
 async fn prepare(
     ctx: &RunContext,
     call: &ToolCall,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<(Arc<dyn Tool>, serde_json::Value), ToolOutput> {
     let Some(tool) = find_tool(ctx, &call.name) else {
         let names: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
@@ -132,7 +135,12 @@ async fn prepare(
             call.name
         )));
     }
-    if let Err(reason) = ctx.hooks.before_tool_call(call).await {
+    // A hook that asks the user must not hold up an abort.
+    let verdict = tokio::select! {
+        verdict = ctx.hooks.before_tool_call(call) => verdict,
+        _ = cancel.cancelled() => return Err(ToolOutput::error(ABORTED)),
+    };
+    if let Err(reason) = verdict {
         return Err(ToolOutput::error(format!(
             "Tool call `{}` was blocked: {reason}",
             call.name
@@ -149,14 +157,24 @@ async fn execute(
     args: serde_json::Value,
     io: &LoopIo,
 ) -> ToolOutput {
+    if io.cancel.is_cancelled() {
+        return ToolOutput::error(ABORTED);
+    }
     let updates = io.clone();
     let (id, name) = (call.id.clone(), call.name.clone());
+    // Closed before the end event, so no update of an abandoned tool trails its end.
+    // The lock makes closing and emitting exclusive: no update can slip in after the close.
+    let open = Arc::new(Mutex::new(true));
+    let still_open = open.clone();
     let tool_ctx = ToolContext::new(call.id.clone(), io.cancel.clone(), move |partial| {
-        updates.emit(AgentEvent::ToolExecutionUpdate {
-            tool_call_id: id.clone(),
-            tool_name: name.clone(),
-            partial,
-        });
+        let open = still_open.lock().unwrap_or_else(|e| e.into_inner());
+        if *open {
+            updates.emit(AgentEvent::ToolExecutionUpdate {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                partial,
+            });
+        }
     });
     let mut handle = tokio::spawn(async move { tool.execute(args, tool_ctx).await });
     let joined = tokio::select! {
@@ -177,8 +195,9 @@ async fn execute(
             call.name,
             panic_text(join)
         )),
-        Some(Err(_)) | None => ToolOutput::error("Tool call was aborted."),
+        Some(Err(_)) | None => ToolOutput::error(ABORTED),
     };
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = false;
     ctx.hooks.after_tool_call(call, output).await
 }
 

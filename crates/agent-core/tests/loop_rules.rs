@@ -618,3 +618,52 @@ async fn take_queued_returns_both_queues_and_empties_them() {
     let snapshot = h.agent.snapshot().await.unwrap();
     assert!(snapshot.steering.is_empty() && snapshot.follow_up.is_empty());
 }
+
+#[tokio::test]
+async fn an_aborted_prompt_stays_in_the_history_not_in_the_queue() {
+    let mut h = harness(vec![
+        support::ReplyScript::new().hang(),
+        text_reply("answer"),
+    ])
+    .spawn();
+    h.agent.prompt(AgentMessage::user("first")).await.unwrap();
+    h.agent.abort();
+    let events = h.settle().await;
+    assert_balanced(&events);
+    let snapshot = h.agent.snapshot().await.unwrap();
+    assert!(
+        snapshot.steering.is_empty(),
+        "the prompt is not turned into steering"
+    );
+    assert_eq!(snapshot.messages[0].preview(), "first");
+    assert_paired(&snapshot.messages);
+}
+
+#[tokio::test]
+async fn continue_retries_after_a_failed_request() {
+    let mut h = harness(vec![
+        support::ReplyScript::new().error("502 Bad Gateway"),
+        text_reply("second try"),
+    ])
+    .spawn();
+    h.run("go").await;
+    h.agent.continue_run().await.unwrap();
+    let events = h.settle().await;
+    assert_balanced(&events);
+    let contexts = h.provider.contexts();
+    assert_eq!(
+        wire_roles(&contexts[1]),
+        ["user", "assistant"],
+        "the failed answer is kept for the record"
+    );
+    assert_eq!(h.messages().await.last().unwrap().preview(), "second try");
+}
+
+#[tokio::test]
+async fn agent_end_means_the_agent_takes_a_prompt_at_once() {
+    let mut h = harness(vec![text_reply("one"), text_reply("two")]).spawn();
+    h.agent.prompt(AgentMessage::user("a")).await.unwrap();
+    while !matches!(h.events.recv().await.unwrap(), AgentEvent::AgentEnd { .. }) {}
+    assert_eq!(h.agent.prompt(AgentMessage::user("b")).await, Ok(()));
+    h.settle().await;
+}

@@ -163,8 +163,8 @@ fn stream_error(chunk: &Value) -> Option<String> {
 /// State carried across chunks of one response.
 #[derive(Default)]
 struct ChunkParser {
-    /// Server tool-call index → our content-block index.
-    calls: HashMap<u64, usize>,
+    /// Server tool-call index → our content-block index and the call's id.
+    calls: HashMap<u64, (usize, String)>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
     saw_done: bool,
@@ -180,10 +180,11 @@ impl ChunkParser {
             return out;
         };
         if let Some(delta) = choice.get("delta") {
-            for key in ["reasoning_content", "reasoning"] {
-                if let Some(text) = non_empty_str(delta.get(key)) {
-                    out.push(builder.thinking_delta(text));
-                }
+            // Servers name it one way or the other; some send both with the same text.
+            let reasoning = non_empty_str(delta.get("reasoning_content"))
+                .or_else(|| non_empty_str(delta.get("reasoning")));
+            if let Some(text) = reasoning {
+                out.push(builder.thinking_delta(text));
             }
             if let Some(text) = non_empty_str(delta.get("content")) {
                 out.push(builder.text_delta(text));
@@ -208,15 +209,16 @@ impl ChunkParser {
     ) {
         let server_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
         let function = call.get("function");
+        let delta_id = call.get("id").and_then(Value::as_str).unwrap_or_default();
         let index = match self.calls.get(&server_index) {
-            // llama.cpp repeats id and name in every delta: only the first opens the call.
-            Some(&index) => index,
-            None => {
-                let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                let id = if id.is_empty() {
+            // llama.cpp repeats id and name in every delta: only a new id opens a new call
+            // (Ollama sends index 0 for every parallel call).
+            Some((index, id)) if delta_id.is_empty() || delta_id == id => *index,
+            _ => {
+                let id = if delta_id.is_empty() {
                     format!("call_{server_index}")
                 } else {
-                    id.to_string()
+                    delta_id.to_string()
                 };
                 let name = function
                     .and_then(|f| f.get("name"))
@@ -224,7 +226,7 @@ impl ChunkParser {
                     .unwrap_or_default();
                 let (index, event) = builder.toolcall_start(&id, name);
                 out.push(event);
-                self.calls.insert(server_index, index);
+                self.calls.insert(server_index, (index, id));
                 index
             }
         };

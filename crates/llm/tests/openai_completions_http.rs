@@ -347,3 +347,27 @@ async fn history_is_sent_in_wire_format() {
     );
     assert!(body.get("tools").is_none());
 }
+
+#[tokio::test]
+async fn parallel_calls_sharing_index_zero_stay_apart() {
+    // Ollama numbers every parallel call 0; the new id is what tells them apart.
+    let chunk = |delta: serde_json::Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+        )
+    };
+    let mut body = String::new();
+    for (id, path) in [("call_a", "a.rs"), ("call_b", "b.rs")] {
+        body += &chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": "read", "arguments": format!("{{\"path\":\"{path}\"}}")}}]}),
+        );
+    }
+    body += "data: {\"choices\": [{\"index\": 0, \"delta\": {}, \"finish_reason\": \"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+    let server = serve(vec![Reply::raw_sse(body)]).await;
+    let (_, message) = collect(&server, CancellationToken::new()).await;
+    let calls: Vec<_> = message.tool_calls().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[1].id, "call_b");
+    assert_eq!(calls[1].arguments, json!({"path": "b.rs"}));
+}

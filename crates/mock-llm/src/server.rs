@@ -194,7 +194,10 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         });
         requests.len()
     };
-    state.request_count.send_replace(seq);
+    // Concurrent requests may get here out of order: the count only grows.
+    state
+        .request_count
+        .send_modify(|count| *count = (*count).max(seq));
 
     if !path.ends_with("/chat/completions") {
         let message = format!("mock-llm: no API at {path}");
@@ -276,7 +279,12 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
     for (i, frame) in frames.iter().enumerate() {
         match reply.fault {
             Some(Fault::Drop { after }) if i == after => {
-                // An error frame makes hyper cut the connection without ending the body.
+                // Let hyper take and write the frames before it, then cut: an error frame
+                // makes hyper close the connection without ending the body.
+                while tx.capacity() < tx.max_capacity() && !tx.is_closed() {
+                    tokio::task::yield_now().await;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 let dropped = std::io::Error::other("mock-llm: dropped");
                 let _ = tx.send(Err(dropped)).await;
                 return true;

@@ -39,12 +39,18 @@ pub enum Action {
     Abort,
 }
 
-/// The agent under test, reachable from providers and tools once spawned.
+/// The agent under test, reachable from providers and tools once spawned; remembers every
+/// action performed on it.
 #[derive(Clone, Default)]
-pub struct AgentSlot(Arc<OnceLock<Agent>>);
+pub struct AgentSlot(Arc<OnceLock<Agent>>, Arc<Mutex<Vec<Action>>>);
 
 impl AgentSlot {
+    pub fn performed(&self) -> Vec<Action> {
+        self.1.lock().unwrap().clone()
+    }
+
     pub fn act(&self, action: &Action) {
+        self.1.lock().unwrap().push(action.clone());
         let agent = self.0.get().expect("agent spawned");
         match action {
             Action::Steer(text) => agent.steer(AgentMessage::user(text)),
@@ -158,9 +164,26 @@ pub struct ScriptedProvider {
     /// Model id of each call.
     pub models: Mutex<Vec<String>>,
     slot: AgentSlot,
+    /// Streams whose task is still running.
+    live: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+/// Counts a stream task down when it ends, however it ends.
+struct LiveGuard(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 impl ScriptedProvider {
+    /// Waits until every stream task has ended (they may outlive an aborted run briefly).
+    pub async fn streams_done(&self) {
+        let mut rx = self.live.subscribe();
+        rx.wait_for(|&n| n == 0).await.unwrap();
+    }
+
     pub fn contexts(&self) -> Vec<Context> {
         self.contexts.lock().unwrap().clone()
     }
@@ -184,7 +207,10 @@ impl Provider for ScriptedProvider {
             .unwrap_or_else(|| ReplyScript::new().error("script exhausted"));
         let slot = self.slot.clone();
         let (tx, mut rx) = mpsc::channel(8);
+        self.live.send_modify(|n| *n += 1);
+        let guard = LiveGuard(self.live.clone());
         tokio::spawn(async move {
+            let _guard = guard;
             for step in steps {
                 match step {
                     Step::Event(event) => {
@@ -193,6 +219,8 @@ impl Provider for ScriptedProvider {
                             sent = tx.send(event) => if sent.is_err() { return },
                         }
                     }
+                    // A cancelled request does nothing more.
+                    Step::Act(_) if cancel.is_cancelled() || tx.is_closed() => return,
                     Step::Act(action) => slot.act(&action),
                     Step::Hang => {
                         cancel.cancelled().await;
@@ -339,6 +367,7 @@ impl HarnessBuilder {
             contexts: Mutex::new(Vec::new()),
             models: Mutex::new(Vec::new()),
             slot: slot.clone(),
+            live: Arc::new(tokio::sync::watch::channel(0).0),
         });
         let mut config = AgentConfig::new(model("scripted"), provider.clone());
         config.system_prompt = "You are a test.".to_string();

@@ -1,0 +1,75 @@
+//! The binary end to end: `coding-agent -p` against mock-llm over HTTP.
+
+use std::process::Command;
+
+use mock_llm::{MockServer, Reply, Script};
+
+/// Runs the binary off the async runtime, so the in-process server keeps serving.
+async fn run(server: &MockServer, prompt: &str) -> std::process::Output {
+    let (url, prompt) = (server.url(), prompt.to_string());
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+            .args(["-p", &prompt, "--base-url", &url, "--model", "mock-model"])
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("CODING_AGENT_BASE_URL")
+            .env_remove("CODING_AGENT_MODEL")
+            .output()
+            .expect("binary runs")
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn print_mode_streams_the_answer_to_stdout() {
+    let server = MockServer::start(Script {
+        replies: vec![Reply::text("Hi there!").with_chunk_size(2)],
+    })
+    .await
+    .unwrap();
+    let output = run(&server, "hello").await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Hi there!\n");
+    let request = &server.requests()[0];
+    assert_eq!(request.body["model"], "mock-model");
+    assert_eq!(
+        request.body["messages"][0],
+        serde_json::json!({"role": "user", "content": "hello"})
+    );
+    assert!(
+        request.header("authorization").is_none(),
+        "no key, no header"
+    );
+}
+
+#[tokio::test]
+async fn provider_errors_exit_non_zero_with_a_readable_message() {
+    let server = MockServer::start(Script {
+        replies: vec![Reply::status(
+            401,
+            r#"{"error":{"message":"invalid API key"}}"#,
+        )],
+    })
+    .await
+    .unwrap();
+    let output = run(&server, "hello").await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("401 Unauthorized: invalid API key"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_a_prompt_it_says_what_works_today() {
+    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("coding-agent -p"));
+}
