@@ -1,4 +1,66 @@
-//! The coding tools (read, write, edit, bash, grep, find, ls) on the agent-core `Tool` trait.
+//! The coding tools on the agent-core [`Tool`](agent_core::Tool) trait: read, write, edit,
+//! bash, grep, find and ls.
 //!
-//! Not built yet: this crate is empty until the tools issue lands. The agent runs with no
-//! tools until then.
+//! Every tool resolves paths against the working directory it was made for, states its limits
+//! in its description, turns every failure into a message the model can act on, and stops
+//! promptly when the run is aborted.
+
+mod args;
+mod bash;
+mod diff;
+mod edit;
+mod edit_match;
+mod find;
+mod grep;
+mod ls;
+mod paths;
+mod read;
+mod truncate;
+mod walk;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_core::Tool;
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
+pub use read::ReadTool;
+pub use truncate::{MAX_BYTES, MAX_LINES};
+pub use write::WriteTool;
+
+/// Names of every tool, in the order the model sees them.
+pub const ALL: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// Every tool, working in `cwd`.
+pub fn all_tools(cwd: impl Into<PathBuf>) -> Vec<Arc<dyn Tool>> {
+    let cwd = cwd.into();
+    let locks = paths::FileLocks::default();
+    vec![
+        Arc::new(ReadTool::new(cwd.clone())),
+        Arc::new(WriteTool::new(cwd.clone(), locks.clone())),
+        Arc::new(EditTool::new(cwd.clone(), locks)),
+        Arc::new(BashTool::new(cwd.clone())),
+        Arc::new(GrepTool::new(cwd.clone())),
+        Arc::new(FindTool::new(cwd.clone())),
+        Arc::new(LsTool::new(cwd)),
+    ]
+}
+
+/// The named tools only (unknown names are an error naming the valid ones).
+pub fn tools_named(cwd: impl Into<PathBuf>, names: &[&str]) -> Result<Vec<Arc<dyn Tool>>, String> {
+    if let Some(unknown) = names.iter().find(|n| !ALL.contains(n)) {
+        return Err(format!(
+            "unknown tool `{unknown}`; the tools are {}",
+            ALL.join(", ")
+        ));
+    }
+    Ok(all_tools(cwd)
+        .into_iter()
+        .filter(|t| names.contains(&t.name()))
+        .collect())
+}

@@ -1,0 +1,153 @@
+//! Resolving the paths models send, and serialising writes per file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// `path` relative to `cwd`, with a leading `~` expanded to the home directory.
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
+    let path = path.trim();
+    let expanded = if path == "~" {
+        home().unwrap_or_else(|| PathBuf::from(path))
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        home().map_or_else(|| PathBuf::from(path), |h| h.join(rest))
+    } else {
+        PathBuf::from(path)
+    };
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `path` as the model should see it: relative to `cwd` when inside it.
+pub(crate) fn display(cwd: &Path, path: &Path) -> String {
+    path.strip_prefix(cwd)
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// One async lock per real file path, so two mutations of one file never interleave even when
+/// they come from different runs or tools.
+#[derive(Clone, Default)]
+pub(crate) struct FileLocks(Arc<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>>);
+
+impl FileLocks {
+    pub async fn lock(&self, path: &Path) -> tokio::sync::OwnedMutexGuard<()> {
+        // The file may not exist yet: canonicalise its parent instead.
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| {
+            match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                    .map(|p| p.join(name))
+                    .unwrap_or_else(|_| path.to_path_buf()),
+                _ => path.to_path_buf(),
+            }
+        });
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(key).or_default().clone()
+        };
+        lock.lock_owned().await
+    }
+}
+
+/// A readable reason for an I/O error on `path`.
+pub(crate) fn io_error(action: &str, shown: &str, err: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    let why = match err.kind() {
+        NotFound => "no such file or directory".to_string(),
+        PermissionDenied => "permission denied".to_string(),
+        IsADirectory => "it is a directory".to_string(),
+        NotADirectory => "a parent is not a directory".to_string(),
+        StorageFull => "the disk is full".to_string(),
+        ReadOnlyFilesystem => "the file system is read-only".to_string(),
+        _ => err.to_string(),
+    };
+    format!("Cannot {action} {shown}: {why}.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn io_errors_read_well() {
+        use std::io::{Error, ErrorKind};
+        let full = Error::from(ErrorKind::StorageFull);
+        assert_eq!(
+            io_error("write", "a.txt", &full),
+            "Cannot write a.txt: the disk is full."
+        );
+        let denied = Error::from(ErrorKind::PermissionDenied);
+        assert_eq!(
+            io_error("read", "a", &denied),
+            "Cannot read a: permission denied."
+        );
+    }
+
+    #[test]
+    fn devices_are_not_replaced() {
+        let err = atomic_write(Path::new("/dev/null"), b"x").unwrap_err();
+        assert_eq!(err.to_string(), "it is not a regular file");
+        assert!(
+            std::fs::metadata("/dev/null")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    #[test]
+    fn resolves_relative_absolute_and_home_paths() {
+        let cwd = Path::new("/repo");
+        assert_eq!(resolve(cwd, "src/a.rs"), Path::new("/repo/src/a.rs"));
+        assert_eq!(resolve(cwd, "/etc/hosts"), Path::new("/etc/hosts"));
+        if let Some(home) = home() {
+            assert_eq!(resolve(cwd, "~/x"), home.join("x"));
+        }
+        assert_eq!(display(cwd, Path::new("/repo/src/a.rs")), "src/a.rs");
+        assert_eq!(display(cwd, Path::new("/etc/hosts")), "/etc/hosts");
+    }
+}
+
+/// Replaces `path` with `bytes` without ever leaving it half-written: the bytes go to a
+/// temporary file beside it, which is renamed over it. A full disk leaves the old file intact.
+/// Symlinks are followed and the old file's permissions kept.
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Renaming over a device or a FIFO would replace it with a plain file.
+    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(&target) {
+            std::fs::set_permissions(&temp, meta.permissions())?;
+        }
+        std::fs::rename(&temp, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}

@@ -1,0 +1,87 @@
+//! `write`: create or replace a file, creating its parent directories.
+
+use std::path::PathBuf;
+
+use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::required_str;
+use crate::diff::diff;
+use crate::paths::{FileLocks, atomic_write, display, io_error, resolve};
+
+pub struct WriteTool {
+    cwd: PathBuf,
+    locks: FileLocks,
+}
+
+impl WriteTool {
+    pub(crate) fn new(cwd: PathBuf, locks: FileLocks) -> Self {
+        Self { cwd, locks }
+    }
+}
+
+#[async_trait]
+impl Tool for WriteTool {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        "Write a whole file, replacing it if it exists; parent directories are created. Prefer \
+         `edit` for changing part of an existing file."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File to write"},
+                "content": {"type": "string", "description": "The complete new content"}
+            },
+            "required": ["path", "content"]
+        })
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        Concurrency::Exclusive
+    }
+
+    async fn execute(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = resolve(&self.cwd, required_str(&args, "path")?);
+        let content = required_str(&args, "content")?;
+        let shown = display(&self.cwd, &path);
+        let _guard = self.locks.lock(&path).await;
+        if path.is_dir() {
+            return Err(ToolError(format!("{shown} is a directory.")));
+        }
+        let old = tokio::fs::read(&path).await.ok();
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| ToolError(io_error("create the directory for", &shown, &e)))?;
+        }
+        let (target, bytes) = (path.clone(), content.as_bytes().to_vec());
+        tokio::task::spawn_blocking(move || atomic_write(&target, &bytes))
+            .await
+            .map_err(|e| ToolError(format!("write failed: {e}")))?
+            .map_err(|e| ToolError(io_error("write", &shown, &e)))?;
+        let lines = content.lines().count();
+        let old_text = old
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let change = diff(&old_text, content, &shown);
+        let verb = if old.is_some() { "Replaced" } else { "Created" };
+        Ok(ToolOutput {
+            details: Some(json!({
+                "path": shown, "diff": change.unified, "added": change.added,
+                "removed": change.removed, "created": old.is_none(),
+            })),
+            ..ToolOutput::text(format!(
+                "{verb} {shown}: {} bytes, {lines} lines.",
+                content.len()
+            ))
+        })
+    }
+}
