@@ -160,11 +160,9 @@ async fn run(
 }
 
 fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
-    let mut text = out.tail_text();
-    let (shown, cut) = {
-        let (t, cut) = tail(&text, MAX_LINES, MAX_BYTES);
-        (t.to_string(), cut)
-    };
+    let shown = out.tail_text();
+    let cut = out.total as usize > shown.len();
+    let mut text;
     if cut {
         let saved = match &out.spill {
             Some(spill) => format!(" Full output: {}", spill.path.display()),
@@ -292,6 +290,29 @@ impl Spill {
     }
 }
 
+/// Whether any process of group `pgid` is still running. Zombies do not count: an orphan
+/// that was killed stays a zombie until PID 1 reaps it, which some inits do late or never.
+pub fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // No /proc (not Linux): ask the kernel, zombies included.
+        // SAFETY: signal 0 only checks that the group exists.
+        return unsafe { libc::killpg(pgid, 0) == 0 };
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != "Z" && state != "X"
+    })
+}
+
 /// The command's process group. Killed on drop while armed: if the call itself is dropped
 /// mid-run, nothing it started survives.
 struct ProcessGroup {
@@ -309,7 +330,7 @@ impl ProcessGroup {
     }
 
     fn alive(&self) -> bool {
-        self.signal(0)
+        self.pgid.is_some_and(group_alive)
     }
 
     /// SIGTERM to the whole group, SIGKILL to whatever is left after the grace period.

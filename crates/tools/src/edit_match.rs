@@ -139,10 +139,38 @@ fn closest(content: &str, lines: &[Range<usize>], wanted: &[&str]) -> Option<Reg
             }
         }
     }
-    let (&start, _) = votes.iter().max_by_key(|(start, n)| (**n, -**start))?;
+    let start = match votes.iter().max_by_key(|(start, n)| (**n, -**start)) {
+        Some((&start, _)) => start,
+        None => most_similar_line(content, lines, wanted)?,
+    };
     let first = start.max(0) as usize;
     let last = ((start + wanted.len() as isize - 1).max(0) as usize).min(lines.len() - 1);
     Some(Region { first, last })
+}
+
+/// Where the window starts if its first non-empty line is the file line most like it (no line
+/// is equal): compares character pairs, cheap enough for the largest files.
+fn most_similar_line(content: &str, lines: &[Range<usize>], wanted: &[&str]) -> Option<isize> {
+    let (k, target) = wanted
+        .iter()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())?;
+    let pairs = |s: &str| -> std::collections::HashSet<(char, char)> {
+        let chars: Vec<char> = s.trim().chars().collect();
+        chars.windows(2).map(|w| (w[0], w[1])).collect()
+    };
+    let target = pairs(target);
+    let (best, score) = lines
+        .iter()
+        .enumerate()
+        .map(|(j, span)| {
+            let have = pairs(&content[span.clone()]);
+            let shared = target.intersection(&have).count();
+            let union = target.union(&have).count().max(1);
+            (j, shared as f64 / union as f64)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (score >= 0.5).then_some(best as isize - k as isize)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use agent_core::Tool;
 
-pub use bash::BashTool;
+pub use bash::{BashTool, group_alive};
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;

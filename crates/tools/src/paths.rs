@@ -76,6 +76,37 @@ pub(crate) fn io_error(action: &str, shown: &str, err: &std::io::Error) -> Strin
     format!("Cannot {action} {shown}: {why}.")
 }
 
+/// Replaces `path` with `bytes` without ever leaving it half-written: the bytes go to a
+/// temporary file beside it, which is renamed over it. A full disk leaves the old file intact.
+/// Symlinks are followed and the old file's permissions kept.
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Renaming over a device or a FIFO would replace it with a plain file.
+    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(&target) {
+            std::fs::set_permissions(&temp, meta.permissions())?;
+        }
+        std::fs::rename(&temp, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,35 +150,4 @@ mod tests {
         assert_eq!(display(cwd, Path::new("/repo/src/a.rs")), "src/a.rs");
         assert_eq!(display(cwd, Path::new("/etc/hosts")), "/etc/hosts");
     }
-}
-
-/// Replaces `path` with `bytes` without ever leaving it half-written: the bytes go to a
-/// temporary file beside it, which is renamed over it. A full disk leaves the old file intact.
-/// Symlinks are followed and the old file's permissions kept.
-pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    // Renaming over a device or a FIFO would replace it with a plain file.
-    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
-        return Err(std::io::Error::other("it is not a regular file"));
-    }
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(&target) {
-            std::fs::set_permissions(&temp, meta.permissions())?;
-        }
-        std::fs::rename(&temp, &target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
