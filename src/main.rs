@@ -1,8 +1,8 @@
 //! `coding-agent`: parses flags and wires the crates together.
 //!
-//! For now only the headless print mode exists: it streams one answer from any
-//! OpenAI-compatible server. The interactive TUI, the tools, sessions and the full CLI come
-//! with their own issues.
+//! For now only the headless print mode exists: it runs one prompt with the coding tools in the
+//! current directory against any OpenAI-compatible server. The interactive TUI, sessions and
+//! the full CLI come with their own issues.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -62,7 +62,15 @@ async fn print_mode(cli: Cli, prompt: String) -> ExitCode {
         reasoning: false,
         cost: ModelCost::default(),
     };
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(err) => {
+            eprintln!("coding-agent: cannot read the current directory: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let mut config = AgentConfig::new(model, Arc::new(OpenAiCompletions::default()));
+    config.tools = tools::all_tools(&cwd);
     config.stream_options = StreamOptions {
         api_key: cli.api_key,
         ..StreamOptions::default()
@@ -84,6 +92,19 @@ async fn print_mode(cli: Cli, prompt: String) -> ExitCode {
                 let _ = stdout.write_all(delta.as_bytes());
                 let _ = stdout.flush();
             }
+            // Tool activity goes to stderr so stdout stays the answer.
+            AgentEvent::ToolExecutionStart {
+                tool_name,
+                arguments,
+                ..
+            } => eprintln!("[{tool_name}] {arguments}"),
+            AgentEvent::ToolExecutionEnd { result, .. } if result.is_error => {
+                eprintln!(
+                    "[{}] error: {}",
+                    result.tool_name,
+                    first_line(&result.text())
+                );
+            }
             AgentEvent::MessageEnd {
                 message: AgentMessage::Assistant(message),
             } if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) => {
@@ -101,4 +122,8 @@ async fn print_mode(cli: Cli, prompt: String) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }

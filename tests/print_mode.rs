@@ -73,3 +73,59 @@ fn without_a_prompt_it_says_what_works_today() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("coding-agent -p"));
 }
+
+#[tokio::test]
+async fn print_mode_runs_tools_in_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "from the file\n").unwrap();
+    let server = MockServer::start(Script {
+        replies: vec![
+            Reply::tool_call("read", serde_json::json!({"path": "hello.txt"})),
+            Reply::text("The file says hello."),
+        ],
+    })
+    .await
+    .unwrap();
+    let url = server.url();
+    let cwd = dir.path().to_path_buf();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+            .args([
+                "-p",
+                "what is in hello.txt?",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+            ])
+            .current_dir(cwd)
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "The file says hello.\n"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("[read]"));
+    let second = &server.requests()[1].body;
+    assert_eq!(second["messages"][2]["role"], "tool");
+    assert_eq!(second["messages"][2]["content"], "     1\tfrom the file\n");
+    let tools: Vec<&str> = second["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+    );
+}

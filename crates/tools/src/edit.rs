@@ -92,13 +92,14 @@ impl Tool for EditTool {
             ))
         })?;
         let edited = apply(&text, &edits, &shown)?;
-        let target = path.clone();
-        let bytes = edited.file_text.clone().into_bytes();
+        drop(text);
+        let change = diff(&edited.before, &edited.after, &shown);
+        let (tolerant, first_line) = (edited.tolerant.clone(), edited.first_line);
+        let (target, bytes) = (path.clone(), edited.file_bytes());
         tokio::task::spawn_blocking(move || atomic_write(&target, &bytes))
             .await
             .map_err(|e| ToolError(format!("edit failed: {e}")))?
             .map_err(|e| ToolError(io_error("write", &shown, &e)))?;
-        let change = diff(&edited.before, &edited.after, &shown);
         let mut summary = format!(
             "Edited {shown}: {} replacement{}, +{} -{} lines.",
             edits.len(),
@@ -106,12 +107,8 @@ impl Tool for EditTool {
             change.added,
             change.removed
         );
-        if !edited.tolerant.is_empty() {
-            let which: Vec<String> = edited
-                .tolerant
-                .iter()
-                .map(|i| (i + 1).to_string())
-                .collect();
+        if !tolerant.is_empty() {
+            let which: Vec<String> = tolerant.iter().map(|i| (i + 1).to_string()).collect();
             summary.push_str(&format!(
                 " Edit {} matched only after normalising whitespace, quotes or dashes.",
                 which.join(", ")
@@ -120,7 +117,7 @@ impl Tool for EditTool {
         Ok(ToolOutput {
             details: Some(json!({
                 "path": shown, "diff": change.unified, "added": change.added,
-                "removed": change.removed, "first_line": edited.first_line,
+                "removed": change.removed, "first_line": first_line,
             })),
             ..ToolOutput::text(summary)
         })
@@ -131,11 +128,29 @@ struct Edited {
     /// Content without BOM, with LF endings, before and after: what the diff shows.
     before: String,
     after: String,
-    /// What goes to disk: original BOM and line endings restored.
-    file_text: String,
+    bom: bool,
+    crlf: bool,
     /// Indexes of edits that needed the tolerant match.
     tolerant: Vec<usize>,
     first_line: usize,
+}
+
+impl Edited {
+    /// What goes to disk: the original BOM and line endings restored.
+    fn file_bytes(self) -> Vec<u8> {
+        let body = if self.crlf {
+            self.after.replace('\n', "\r\n")
+        } else {
+            self.after
+        };
+        if !self.bom {
+            return body.into_bytes();
+        }
+        let mut bytes = Vec::with_capacity(BOM.len() + body.len());
+        bytes.extend_from_slice(BOM.as_bytes());
+        bytes.extend_from_slice(body.as_bytes());
+        bytes
+    }
 }
 
 /// Applies every edit to `original` or explains why none can be.
@@ -217,13 +232,9 @@ fn apply(original: &str, edits: &[(String, String)], shown: &str) -> Result<Edit
     for (range, i) in ranges.iter().rev() {
         after.replace_range(range.clone(), &edits[*i].1);
     }
-    let on_disk = if crlf {
-        after.replace('\n', "\r\n")
-    } else {
-        after.clone()
-    };
     Ok(Edited {
-        file_text: format!("{bom}{on_disk}"),
+        bom: !bom.is_empty(),
+        crlf,
         before: content,
         after,
         tolerant,
@@ -254,7 +265,10 @@ mod tests {
     fn keeps_crlf_and_bom() {
         let original = "\u{feff}a\r\nb\r\nc\r\n";
         let done = apply(original, &[edit("b\n", "B\nB2\n")], "f").unwrap();
-        assert_eq!(done.file_text, "\u{feff}a\r\nB\r\nB2\r\nc\r\n");
+        assert_eq!(
+            done.file_bytes(),
+            "\u{feff}a\r\nB\r\nB2\r\nc\r\n".as_bytes()
+        );
     }
 
     #[test]
@@ -265,7 +279,7 @@ mod tests {
             "f",
         )
         .unwrap();
-        assert_eq!(done.file_text, "1 two 3");
+        assert_eq!(done.file_bytes(), b"1 two 3");
         let err = apply("one two three", &[edit("one", "1"), edit("four", "4")], "f")
             .err()
             .unwrap();
