@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agent_core::{Tool, ToolContext};
+use agent_core::ToolContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
