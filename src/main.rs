@@ -1,8 +1,7 @@
 //! `coding-agent`: parses flags and wires the crates together.
 //!
-//! For now only the headless print mode exists: it runs one prompt with the coding tools in the
-//! current directory against any OpenAI-compatible server. The interactive TUI, sessions and
-//! the full CLI come with their own issues.
+//! Without `-p` it opens the interactive TUI; with `-p` it runs one prompt headless. Both use
+//! the coding tools in the current directory against an OpenAI-compatible server.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +18,9 @@ struct Cli {
     /// Run one prompt to completion, streaming the answer to stdout.
     #[arg(short, long, value_name = "PROMPT")]
     print: Option<String>,
+    /// A first prompt for the interactive session.
+    #[arg(value_name = "PROMPT", conflicts_with = "print")]
+    prompt: Option<String>,
     /// Base URL of an OpenAI-compatible chat-completions API.
     #[arg(
         long,
@@ -36,46 +38,84 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Some(prompt) = cli.print.clone() else {
-        eprintln!(
-            "coding-agent: the interactive TUI is not built yet.\n\
-             Run one prompt headless instead:\n  \
-             coding-agent -p \"your prompt\" --base-url http://127.0.0.1:8080/v1 --model MODEL"
-        );
-        return ExitCode::from(2);
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime starts");
-    runtime.block_on(print_mode(cli, prompt))
+    match cli.print.clone() {
+        Some(prompt) => runtime.block_on(print_mode(cli, prompt)),
+        None => runtime.block_on(interactive(cli)),
+    }
 }
 
-async fn print_mode(cli: Cli, prompt: String) -> ExitCode {
-    let model = Model {
-        id: cli.model,
+fn model(cli: &Cli) -> Model {
+    Model {
+        id: cli.model.clone(),
         provider: "openai-compatible".into(),
         api: Api::OpenaiCompletions,
-        base_url: cli.base_url,
+        base_url: cli.base_url.clone(),
         context_window: 128_000,
         max_output: 16_384,
         reasoning: false,
         cost: ModelCost::default(),
-    };
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(err) => {
-            eprintln!("coding-agent: cannot read the current directory: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut config = AgentConfig::new(model, Arc::new(OpenAiCompletions::default()));
-    config.tools = tools::all_tools(&cwd);
+    }
+}
+
+/// An agent with every tool, working in `cwd`.
+fn agent(cli: &Cli, cwd: &std::path::Path) -> Agent {
+    let mut config = AgentConfig::new(model(cli), Arc::new(OpenAiCompletions::default()));
+    config.tools = tools::all_tools(cwd);
     config.stream_options = StreamOptions {
-        api_key: cli.api_key,
+        api_key: cli.api_key.clone(),
         ..StreamOptions::default()
     };
-    let agent = Agent::spawn(config);
+    Agent::spawn(config)
+}
+
+fn cwd() -> Result<std::path::PathBuf, ExitCode> {
+    std::env::current_dir().map_err(|err| {
+        eprintln!("coding-agent: cannot read the current directory: {err}");
+        ExitCode::from(2)
+    })
+}
+
+async fn interactive(cli: Cli) -> ExitCode {
+    let cwd = match cwd() {
+        Ok(cwd) => cwd,
+        Err(code) => return code,
+    };
+    let agent = agent(&cli, &cwd);
+    if let Some(prompt) = &cli.prompt
+        && let Err(err) = agent.prompt(AgentMessage::user(prompt)).await
+    {
+        eprintln!("coding-agent: {err}");
+        return ExitCode::FAILURE;
+    }
+    let options = tui::Options {
+        cwd,
+        model: cli.model.clone(),
+        thinking: None,
+        context_window: model(&cli).context_window,
+        history: Vec::new(),
+    };
+    match tui::run(agent, options).await {
+        Ok(()) => {
+            println!("Bye. This session was not saved: sessions are not built yet.");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("coding-agent: terminal error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn print_mode(cli: Cli, prompt: String) -> ExitCode {
+    let cwd = match cwd() {
+        Ok(cwd) => cwd,
+        Err(code) => return code,
+    };
+    let agent = agent(&cli, &cwd);
     let mut events = agent.subscribe();
     if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
         eprintln!("coding-agent: {err}");

@@ -65,15 +65,6 @@ async fn provider_errors_exit_non_zero_with_a_readable_message() {
     );
 }
 
-#[test]
-fn without_a_prompt_it_says_what_works_today() {
-    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("coding-agent -p"));
-}
-
 #[tokio::test]
 async fn print_mode_runs_tools_in_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,311 @@
+//! The UI's state, and how agent events change it. No terminal, no I/O: the runtime feeds
+//! events in and draws what is here.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use agent_core::{AgentEvent, AgentMessage};
+use llm::{AssistantContent, StopReason, StreamEvent, ToolResultMessage, UserContent};
+use serde_json::Value;
+
+use crate::cells::{AssistantCell, Cell, CellKind, ToolCell, View};
+use crate::editor::Editor;
+use crate::status::Status;
+
+const INTERRUPTED: &str = "Interrupted. Tell the agent what to do instead.";
+
+/// What the UI asks of the agent or the runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Prompt(String),
+    Steer(String),
+    FollowUp(String),
+    Abort,
+    /// Take both queues back (Alt+Up): they come back as `Ui::Queued`.
+    PullQueued {
+        after_abort: bool,
+    },
+    /// Run the steering messages that were waiting when the run was aborted.
+    ContinueAfterAbort(Vec<AgentMessage>),
+    Copy(String),
+    Shell(String),
+    Quit,
+}
+
+pub struct App {
+    pub cells: Vec<Cell>,
+    /// Content-block index of the streaming assistant message → its cell.
+    blocks: HashMap<usize, usize>,
+    /// Tool call id → its cell.
+    tools: HashMap<String, usize>,
+    /// Tool calls of the last assistant message: id → (name, arguments).
+    calls: HashMap<String, (String, Value)>,
+    pub running: bool,
+    pub run_started: Option<Instant>,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    pub editor: Editor,
+    pub status: Status,
+    /// Transcript lines scrolled up from the bottom; 0 follows new output.
+    pub scroll: usize,
+    /// Transcript height at the last frame, to keep a scrolled view still.
+    pub transcript_total: usize,
+    pub expand_tools: bool,
+    pub show_thinking: bool,
+    pub abort_requested: bool,
+    /// This run already said it was interrupted.
+    interrupted_shown: bool,
+    pub should_quit: bool,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+}
+
+impl App {
+    pub fn new(status: Status) -> Self {
+        Self {
+            cells: Vec::new(),
+            blocks: HashMap::new(),
+            tools: HashMap::new(),
+            calls: HashMap::new(),
+            running: false,
+            run_started: None,
+            steering: Vec::new(),
+            follow_up: Vec::new(),
+            editor: Editor::new(),
+            status,
+            scroll: 0,
+            transcript_total: 0,
+            expand_tools: false,
+            show_thinking: true,
+            abort_requested: false,
+            interrupted_shown: false,
+            should_quit: false,
+            dirty: true,
+        }
+    }
+
+    pub fn view(&self, width: u16) -> View {
+        View {
+            width,
+            expand_tools: self.expand_tools,
+            show_thinking: self.show_thinking,
+        }
+    }
+
+    pub fn push_cell(&mut self, kind: CellKind) -> usize {
+        self.cells.push(Cell::new(kind));
+        self.dirty = true;
+        self.cells.len() - 1
+    }
+
+    /// Adds a resumed or initial history without events.
+    pub fn load_history(&mut self, messages: &[AgentMessage]) {
+        for message in messages {
+            self.message_end(message);
+        }
+    }
+
+    /// Applies one agent event; returns what the runtime must do in response.
+    pub fn on_event(&mut self, event: &AgentEvent) -> Vec<Action> {
+        self.dirty = true;
+        match event {
+            AgentEvent::AgentStart => {
+                self.running = true;
+                self.run_started = Some(Instant::now());
+                self.interrupted_shown = false;
+            }
+            AgentEvent::AgentEnd { .. } => {
+                self.running = false;
+                self.run_started = None;
+                if std::mem::take(&mut self.abort_requested) {
+                    // Aborted between model calls (a tool was running): say so here.
+                    if !self.interrupted_shown {
+                        self.push_cell(CellKind::Error(INTERRUPTED.into()));
+                    }
+                    return vec![Action::PullQueued { after_abort: true }];
+                }
+            }
+            AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(_),
+            } => {
+                self.blocks.clear();
+            }
+            AgentEvent::MessageUpdate { event } => self.stream(event),
+            AgentEvent::MessageEnd { message } => self.message_end(message),
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                arguments,
+            } => {
+                let index = self.push_cell(CellKind::Tool(ToolCell::new(
+                    tool_call_id,
+                    tool_name,
+                    arguments.clone(),
+                )));
+                self.tools.insert(tool_call_id.clone(), index);
+            }
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
+                partial,
+                ..
+            } => {
+                if let Some(CellKind::Tool(cell)) = self.tool_cell(tool_call_id) {
+                    cell.partial = text_of(&partial.content);
+                }
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                result,
+                ..
+            } => self.tool_result(tool_call_id, result),
+            AgentEvent::QueueUpdate {
+                steering,
+                follow_up,
+            } => {
+                self.steering = steering.clone();
+                self.follow_up = follow_up.clone();
+            }
+            AgentEvent::TurnStart
+            | AgentEvent::TurnEnd { .. }
+            | AgentEvent::MessageStart { .. } => {}
+        }
+        Vec::new()
+    }
+
+    fn stream(&mut self, event: &StreamEvent) {
+        match event {
+            StreamEvent::TextDelta { index, delta } => {
+                if let CellKind::Assistant(cell) = self.block(*index, new_text_cell) {
+                    cell.push(delta);
+                }
+            }
+            StreamEvent::ThinkingDelta { index, delta } => {
+                if let CellKind::Thinking(text) =
+                    self.block(*index, || CellKind::Thinking(String::new()))
+                {
+                    text.push_str(delta);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The cell of content block `index` of the streaming message, created by `new`.
+    fn block(&mut self, index: usize, new: impl FnOnce() -> CellKind) -> &mut CellKind {
+        let cell = match self.blocks.get(&index) {
+            Some(&cell) => cell,
+            None => {
+                let cell = self.push_cell(new());
+                self.blocks.insert(index, cell);
+                cell
+            }
+        };
+        self.cells[cell].edit()
+    }
+
+    fn message_end(&mut self, message: &AgentMessage) {
+        match message {
+            AgentMessage::User(user) => {
+                let text = text_of(&user.content);
+                self.push_cell(CellKind::User(text));
+            }
+            AgentMessage::Assistant(assistant) => {
+                // The final message is the truth: fix up (or create) each block's cell.
+                for (index, block) in assistant.content.iter().enumerate() {
+                    match block {
+                        AssistantContent::Text { text } => {
+                            if let CellKind::Assistant(cell) = self.block(index, new_text_cell) {
+                                cell.set(text);
+                            }
+                        }
+                        AssistantContent::Thinking { thinking, .. } => {
+                            if let CellKind::Thinking(t) =
+                                self.block(index, || CellKind::Thinking(String::new()))
+                            {
+                                *t = thinking.clone();
+                            }
+                        }
+                        AssistantContent::ToolCall(call) => {
+                            self.calls.insert(
+                                call.id.clone(),
+                                (call.name.clone(), call.arguments.clone()),
+                            );
+                        }
+                    }
+                }
+                self.blocks.clear();
+                self.status.add_usage(&assistant.usage);
+                match assistant.stop_reason {
+                    StopReason::Error => {
+                        let reason = assistant
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "the request failed".into());
+                        self.push_cell(CellKind::Error(reason));
+                    }
+                    StopReason::Aborted => {
+                        self.interrupted_shown = true;
+                        self.push_cell(CellKind::Error(INTERRUPTED.into()));
+                    }
+                    _ => {}
+                }
+            }
+            AgentMessage::ToolResult(result) => self.tool_result(&result.tool_call_id, result),
+            AgentMessage::Notice(notice) => {
+                self.push_cell(CellKind::Notice(notice.text.clone()));
+            }
+        }
+    }
+
+    fn tool_cell(&mut self, id: &str) -> Option<&mut CellKind> {
+        let index = *self.tools.get(id)?;
+        Some(self.cells[index].edit())
+    }
+
+    fn tool_result(&mut self, id: &str, result: &ToolResultMessage) {
+        if !self.tools.contains_key(id) {
+            // A call that never ran (aborted, cut off): show it with its synthetic result.
+            let (name, args) = self
+                .calls
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| (result.tool_name.clone(), Value::Null));
+            let index = self.push_cell(CellKind::Tool(ToolCell::new(id, &name, args)));
+            self.tools.insert(id.to_string(), index);
+        }
+        if let Some(CellKind::Tool(cell)) = self.tool_cell(id)
+            && cell.result.is_none()
+        {
+            cell.duration = result
+                .details
+                .as_ref()
+                .and_then(|d| d.get("duration_ms"))
+                .and_then(Value::as_u64)
+                .map(std::time::Duration::from_millis);
+            cell.result = Some(result.clone());
+        }
+    }
+
+    /// The text of the last assistant answer (for /copy).
+    pub fn last_answer(&self) -> Option<String> {
+        self.cells.iter().rev().find_map(|c| match &c.kind {
+            CellKind::Assistant(cell) => Some(cell.text().to_string()),
+            _ => None,
+        })
+    }
+}
+
+fn new_text_cell() -> CellKind {
+    CellKind::Assistant(AssistantCell::default())
+}
+
+pub fn text_of(content: &[UserContent]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            UserContent::Text { text } => text.as_str(),
+            UserContent::Image(_) => "[image]",
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

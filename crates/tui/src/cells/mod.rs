@@ -1,0 +1,142 @@
+//! History cells: one per thing shown in the transcript. Each caches its wrapped lines per
+//! width and view flags, so redrawing a long session costs only the visible rows.
+
+mod assistant;
+mod tool;
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+pub use assistant::AssistantCell;
+pub use tool::ToolCell;
+
+use crate::wrap::wrap;
+
+/// What changes how a cell looks, besides its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    pub width: u16,
+    /// Tool output shown whole (Ctrl+O) instead of its last lines.
+    pub expand_tools: bool,
+    /// Thinking shown (Ctrl+T) instead of a one-line marker.
+    pub show_thinking: bool,
+}
+
+pub enum CellKind {
+    User(String),
+    Assistant(AssistantCell),
+    Thinking(String),
+    Tool(ToolCell),
+    Notice(String),
+    Error(String),
+}
+
+pub struct Cell {
+    pub kind: CellKind,
+    version: u64,
+    cache: Option<(View, u64, Vec<Line<'static>>)>,
+}
+
+impl Cell {
+    pub fn new(kind: CellKind) -> Self {
+        Self {
+            kind,
+            version: 0,
+            cache: None,
+        }
+    }
+
+    /// Mutable access to the content; the cached lines are rebuilt on the next draw.
+    pub fn edit(&mut self) -> &mut CellKind {
+        self.version += 1;
+        &mut self.kind
+    }
+
+    pub fn lines(&mut self, view: View) -> &[Line<'static>] {
+        let fresh =
+            matches!(&self.cache, Some((v, version, _)) if *v == view && *version == self.version);
+        if !fresh {
+            let lines = render(&mut self.kind, view);
+            self.cache = Some((view, self.version, lines));
+        }
+        self.cache
+            .as_ref()
+            .map_or(&[], |(_, _, lines)| lines.as_slice())
+    }
+
+    pub fn height(&mut self, view: View) -> usize {
+        self.lines(view).len()
+    }
+}
+
+fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
+    let width = usize::from(view.width);
+    match kind {
+        CellKind::User(text) => prefixed(
+            text,
+            "› ",
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            Style::default(),
+            width,
+        ),
+        CellKind::Assistant(cell) => cell.lines(view.width),
+        CellKind::Thinking(text) if view.show_thinking => {
+            let style = Style::new()
+                .fg(Color::DarkGray)
+                .add_modifier(Modifier::ITALIC);
+            prefixed(text, "∴ ", style, style, width)
+        }
+        CellKind::Thinking(text) => {
+            let words = text.split_whitespace().count();
+            vec![Line::styled(
+                format!("∴ Thought for {words} words (ctrl+t to show)"),
+                Style::new()
+                    .fg(Color::DarkGray)
+                    .add_modifier(Modifier::ITALIC),
+            )]
+        }
+        CellKind::Tool(cell) => cell.lines(view),
+        CellKind::Notice(text) => prefixed(
+            text,
+            "· ",
+            Style::new().fg(Color::DarkGray),
+            Style::new().fg(Color::DarkGray),
+            width,
+        ),
+        CellKind::Error(text) => prefixed(
+            text,
+            "✗ ",
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            Style::new().fg(Color::Red),
+            width,
+        ),
+    }
+}
+
+/// Plain text with a marker on its first line, wrapped under the marker.
+pub fn prefixed(
+    text: &str,
+    marker: &str,
+    marker_style: Style,
+    text_style: Style,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let indent = unicode_width::UnicodeWidthStr::width(marker);
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let lead = if i == 0 {
+            marker.to_string()
+        } else {
+            " ".repeat(indent)
+        };
+        let line = Line::from(vec![
+            Span::styled(lead, marker_style),
+            Span::styled(line.to_string(), text_style),
+        ]);
+        out.extend(wrap(&line, width, indent));
+    }
+    if out.is_empty() {
+        out.push(Line::from(Span::styled(marker.to_string(), marker_style)));
+    }
+    out
+}

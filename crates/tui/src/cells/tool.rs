@@ -1,0 +1,269 @@
+//! A tool call: a header with the call, then what the tool shows — live output for bash, a
+//! coloured diff for edit and write, a one-line result for the rest.
+
+use std::time::Duration;
+
+use llm::ToolResultMessage;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::View;
+use crate::wrap::wrap;
+
+/// Lines of bash output shown while collapsed.
+const TAIL_LINES: usize = 5;
+/// Diff lines shown while collapsed.
+const DIFF_LINES: usize = 20;
+
+const DIM: Style = Style::new().fg(Color::DarkGray);
+
+pub struct ToolCell {
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+    /// Latest partial output (bash).
+    pub partial: String,
+    pub result: Option<ToolResultMessage>,
+    pub duration: Option<Duration>,
+}
+
+impl ToolCell {
+    pub fn new(id: &str, name: &str, args: Value) -> Self {
+        Self {
+            id: id.to_string(),
+            name: name.to_string(),
+            args,
+            partial: String::new(),
+            result: None,
+            duration: None,
+        }
+    }
+
+    pub fn lines(&self, view: View) -> Vec<Line<'static>> {
+        let width = usize::from(view.width);
+        let mut out = wrap(&self.header(), width, 2);
+        let body = match &self.result {
+            Some(result) if result.is_error && self.name != "bash" => error_body(result),
+            _ => match self.name.as_str() {
+                "bash" => self.bash_body(view.expand_tools),
+                "edit" | "write" => self.diff_body(view.expand_tools),
+                _ => self.summary_body(),
+            },
+        };
+        for (i, line) in body.into_iter().enumerate() {
+            let lead = if i == 0 { "  ⎿ " } else { "    " };
+            let mut spans = vec![Span::styled(lead, DIM)];
+            spans.extend(line.spans);
+            out.extend(wrap(&Line::from(spans).style(line.style), width, 4));
+        }
+        out
+    }
+
+    fn header(&self) -> Line<'static> {
+        let (glyph, color) = match &self.result {
+            None => ("●", Color::Yellow),
+            Some(r) if r.is_error => ("●", Color::Red),
+            Some(_) => ("●", Color::Green),
+        };
+        let arg = |k: &str| {
+            self.args
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let detail = match self.name.as_str() {
+            "bash" => format!("$ {}", arg("command").lines().next().unwrap_or_default()),
+            "read" => {
+                let path = arg("path");
+                match (
+                    self.args.get("offset").and_then(Value::as_u64),
+                    self.args.get("limit").and_then(Value::as_u64),
+                ) {
+                    (Some(o), Some(l)) => format!("{path}:{o}-{}", o + l - 1),
+                    (Some(o), None) => format!("{path}:{o}-"),
+                    _ => path,
+                }
+            }
+            "write" | "edit" => arg("path"),
+            "grep" => {
+                let mut d = format!("\"{}\" in {}", arg("pattern"), or_dot(arg("path")));
+                if let Some(glob) = self.args.get("glob").and_then(Value::as_str) {
+                    d.push_str(&format!(" ({glob})"));
+                }
+                d
+            }
+            "find" => format!("{} in {}", arg("pattern"), or_dot(arg("path"))),
+            "ls" => or_dot(arg("path")),
+            _ => self.args.to_string(),
+        };
+        Line::from(vec![
+            Span::styled(format!("{glyph} "), Style::new().fg(color)),
+            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(" "),
+            Span::styled(detail, Style::new().fg(Color::Gray)),
+        ])
+    }
+
+    fn bash_body(&self, expand: bool) -> Vec<Line<'static>> {
+        let text = match &self.result {
+            Some(result) => result.text(),
+            None => self.partial.clone(),
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = Vec::new();
+        let shown = if expand {
+            lines.len()
+        } else {
+            TAIL_LINES.min(lines.len())
+        };
+        if lines.len() > shown {
+            out.push(Line::styled(
+                format!("… +{} lines (ctrl+o to expand)", lines.len() - shown),
+                DIM,
+            ));
+        }
+        let style = match &self.result {
+            Some(r) if r.is_error => Style::new().fg(Color::Red),
+            _ => Style::default(),
+        };
+        out.extend(
+            lines[lines.len() - shown..]
+                .iter()
+                .map(|l| Line::styled(l.to_string(), style)),
+        );
+        if let Some(result) = &self.result {
+            let code = result
+                .details
+                .as_ref()
+                .and_then(|d| d.get("exit_code"))
+                .and_then(Value::as_i64);
+            let mut footer = match code {
+                Some(code) => format!("exit {code}"),
+                None if result.is_error => "stopped".to_string(),
+                None => "done".to_string(),
+            };
+            if let Some(d) = self.duration {
+                footer.push_str(&format!(" · {:.1}s", d.as_secs_f64()));
+            }
+            out.push(Line::styled(footer, DIM));
+        }
+        out
+    }
+
+    fn diff_body(&self, expand: bool) -> Vec<Line<'static>> {
+        let Some(result) = &self.result else {
+            return Vec::new();
+        };
+        let details = result.details.as_ref();
+        let diff = details
+            .and_then(|d| d.get("diff"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut out = vec![Line::styled(first_line(&result.text()), DIM)];
+        let lines = diff_lines(diff);
+        let shown = if expand {
+            lines.len()
+        } else {
+            DIFF_LINES.min(lines.len())
+        };
+        out.extend(lines.iter().take(shown).cloned());
+        if lines.len() > shown {
+            out.push(Line::styled(
+                format!("… +{} lines (ctrl+o to expand)", lines.len() - shown),
+                DIM,
+            ));
+        }
+        out
+    }
+
+    fn summary_body(&self) -> Vec<Line<'static>> {
+        let Some(result) = &self.result else {
+            return Vec::new();
+        };
+        let details = result.details.clone().unwrap_or(Value::Null);
+        let n = |k: &str| details.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let text = match self.name.as_str() {
+            "read" if details.get("image").is_some() => "image".to_string(),
+            "read" => format!("lines {}-{}", n("first_line"), n("last_line")),
+            "grep" if n("matches") == 0 => "no matches".to_string(),
+            "grep" => format!("{} matches in {} files", n("matches"), n("files")),
+            "find" => format!("{} results", n("results")),
+            "ls" => format!("{} entries", n("entries")),
+            _ => first_line(&result.text()),
+        };
+        vec![Line::styled(text, DIM)]
+    }
+}
+
+fn or_dot(path: String) -> String {
+    if path.is_empty() {
+        ".".to_string()
+    } else {
+        path
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+fn error_body(result: &ToolResultMessage) -> Vec<Line<'static>> {
+    result
+        .text()
+        .lines()
+        .take(8)
+        .map(|l| Line::styled(l.to_string(), Style::new().fg(Color::Red)))
+        .collect()
+}
+
+/// A unified diff as coloured lines with old/new line numbers.
+pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
+    let (mut old, mut new) = (0usize, 0usize);
+    let mut out = Vec::new();
+    for line in diff.lines() {
+        if line.starts_with("---") || line.starts_with("+++") {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix("@@ ") {
+            // "-47,7 +47,7 @@"
+            let mut parts = header.split_whitespace();
+            let start = |p: Option<&str>| {
+                p.and_then(|p| p[1..].split(',').next())
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(1)
+            };
+            old = start(parts.next());
+            new = start(parts.next());
+            if !out.is_empty() {
+                out.push(Line::styled("     ⋮", DIM));
+            }
+            continue;
+        }
+        let (number, sign, style) = match line.chars().next() {
+            Some('+') => {
+                new += 1;
+                (new - 1, "+", Style::new().fg(Color::Green))
+            }
+            Some('-') => {
+                old += 1;
+                (old - 1, "-", Style::new().fg(Color::Red))
+            }
+            Some('\\') => continue,
+            _ => {
+                old += 1;
+                new += 1;
+                (new - 1, " ", Style::default())
+            }
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{number:>5} "), DIM),
+            Span::styled(
+                format!("{sign}{}", line.get(1..).unwrap_or_default()),
+                style,
+            ),
+        ]));
+    }
+    out
+}

@@ -1,0 +1,246 @@
+//! Keys, pastes and the mouse: what each does to the state, and what it asks of the agent.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+
+use crate::app::{Action, App};
+use crate::cells::CellKind;
+use crate::popup::{COMMANDS, Popup};
+
+/// A second Ctrl+C within this time quits.
+const QUIT_WINDOW: Duration = Duration::from_millis(1500);
+
+/// Input state that lives beside the app.
+#[derive(Default)]
+pub struct InputState {
+    pub popup: Option<Popup>,
+    pub files: Vec<String>,
+    ctrl_c_at: Option<Instant>,
+    /// Rows of the transcript on screen, for paging.
+    pub page: usize,
+}
+
+impl InputState {
+    /// A hint to show while a second Ctrl+C would quit.
+    pub fn quit_hint(&self) -> bool {
+        self.ctrl_c_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW)
+    }
+}
+
+pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Action> {
+    if key.kind == KeyEventKind::Release {
+        return Vec::new();
+    }
+    app.dirty = true;
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+    match key.code {
+        KeyCode::Char('c') if ctrl => {
+            if !app.editor.is_empty() {
+                app.editor.clear();
+                input.popup = None;
+                input.ctrl_c_at = Some(Instant::now());
+                return Vec::new();
+            }
+            if input.quit_hint() {
+                return vec![Action::Quit];
+            }
+            input.ctrl_c_at = Some(Instant::now());
+            Vec::new()
+        }
+        KeyCode::Char('d') if ctrl && app.editor.is_empty() => vec![Action::Quit],
+        KeyCode::Char('o') if ctrl => {
+            app.expand_tools = !app.expand_tools;
+            Vec::new()
+        }
+        KeyCode::Char('t') if ctrl => {
+            app.show_thinking = !app.show_thinking;
+            Vec::new()
+        }
+        KeyCode::Char('j') if ctrl => {
+            app.editor.insert_newline();
+            Vec::new()
+        }
+        KeyCode::Esc => {
+            if input.popup.take().is_some() {
+                return Vec::new();
+            }
+            if app.running {
+                app.abort_requested = true;
+                return vec![Action::Abort];
+            }
+            Vec::new()
+        }
+        KeyCode::Enter if shift => {
+            app.editor.insert_newline();
+            Vec::new()
+        }
+        KeyCode::Enter if alt => follow_up(app, input),
+        KeyCode::Tab if input.popup.is_some() => {
+            accept_popup(app, input);
+            Vec::new()
+        }
+        KeyCode::Tab if app.running && !app.editor.is_empty() => follow_up(app, input),
+        KeyCode::Enter => {
+            if let Some(popup) = &input.popup {
+                let completes_command = matches!(popup, Popup::Commands { .. });
+                accept_popup(app, input);
+                if !completes_command {
+                    return Vec::new();
+                }
+            }
+            submit(app, input)
+        }
+        KeyCode::Up if alt => vec![Action::PullQueued { after_abort: false }],
+        KeyCode::Up if input.popup.is_some() => {
+            if let Some(p) = &mut input.popup {
+                p.move_by(-1);
+            }
+            Vec::new()
+        }
+        KeyCode::Down if input.popup.is_some() => {
+            if let Some(p) = &mut input.popup {
+                p.move_by(1);
+            }
+            Vec::new()
+        }
+        KeyCode::Up if app.editor.history_up() => Vec::new(),
+        KeyCode::Down if app.editor.history_down() => Vec::new(),
+        KeyCode::PageUp => {
+            app.scroll += input.page.saturating_sub(2).max(1);
+            Vec::new()
+        }
+        KeyCode::PageDown => {
+            app.scroll = app
+                .scroll
+                .saturating_sub(input.page.saturating_sub(2).max(1));
+            Vec::new()
+        }
+        KeyCode::Home if app.editor.is_empty() => {
+            app.scroll = usize::MAX;
+            Vec::new()
+        }
+        KeyCode::End if app.editor.is_empty() => {
+            app.scroll = 0;
+            Vec::new()
+        }
+        _ => {
+            app.editor.input(key);
+            input.popup = Popup::for_text(&app.editor.text(), &input.files);
+            Vec::new()
+        }
+    }
+}
+
+pub fn on_paste(app: &mut App, text: &str) {
+    app.editor.paste(text);
+    app.dirty = true;
+}
+
+pub fn on_mouse(app: &mut App, mouse: MouseEvent) {
+    match mouse.kind {
+        MouseEventKind::ScrollUp => app.scroll += 3,
+        MouseEventKind::ScrollDown => app.scroll = app.scroll.saturating_sub(3),
+        _ => return,
+    }
+    app.dirty = true;
+}
+
+fn accept_popup(app: &mut App, input: &mut InputState) {
+    if let Some(popup) = input.popup.take() {
+        let text = popup.accept(&app.editor.text());
+        app.editor.set_text(&text);
+    }
+}
+
+fn follow_up(app: &mut App, input: &mut InputState) -> Vec<Action> {
+    input.popup = None;
+    let text = app.editor.take();
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    if app.running {
+        vec![Action::FollowUp(text)]
+    } else {
+        vec![Action::Prompt(text)]
+    }
+}
+
+fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
+    input.popup = None;
+    let text = app.editor.take();
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    if let Some(command) = trimmed.strip_prefix('!') {
+        return vec![Action::Shell(command.trim().to_string())];
+    }
+    if trimmed.starts_with('/') && !trimmed.contains(char::is_whitespace) {
+        return command(app, trimmed);
+    }
+    if app.running {
+        vec![Action::Steer(text)]
+    } else {
+        vec![Action::Prompt(text)]
+    }
+}
+
+fn command(app: &mut App, name: &str) -> Vec<Action> {
+    match name {
+        "/quit" | "/exit" => vec![Action::Quit],
+        "/help" => {
+            app.push_cell(CellKind::Notice(help()));
+            Vec::new()
+        }
+        "/copy" => match app.last_answer() {
+            Some(text) => vec![Action::Copy(text)],
+            None => {
+                app.push_cell(CellKind::Notice("Nothing to copy yet.".into()));
+                Vec::new()
+            }
+        },
+        "/session" => {
+            let s = &app.status;
+            let text = format!(
+                "{} messages · ↑{} ↓{} tokens · cache read {} · ${:.4}",
+                app.cells
+                    .iter()
+                    .filter(|c| matches!(c.kind, CellKind::User(_) | CellKind::Assistant(_)))
+                    .count(),
+                s.usage.input,
+                s.usage.output,
+                s.usage.cache_read,
+                s.usage.cost
+            );
+            app.push_cell(CellKind::Notice(text));
+            Vec::new()
+        }
+        "/clear" => {
+            app.cells.clear();
+            app.scroll = 0;
+            Vec::new()
+        }
+        unknown => {
+            app.push_cell(CellKind::Error(format!(
+                "Unknown command {unknown}; /help lists them."
+            )));
+            Vec::new()
+        }
+    }
+}
+
+fn help() -> String {
+    let mut text = String::from(
+        "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt · \
+         Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
+         PgUp/PgDn/Home/End scroll · Ctrl+O expand tool output · Ctrl+T show/hide thinking · \
+         Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",
+    );
+    for (name, what) in COMMANDS {
+        text.push_str(&format!("\n  {name}  {what}"));
+    }
+    text
+}

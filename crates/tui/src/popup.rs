@@ -1,0 +1,168 @@
+//! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
+
+/// The slash commands that exist, with what they do.
+pub const COMMANDS: [(&str, &str); 5] = [
+    ("/help", "keys and commands"),
+    ("/copy", "copy the last answer to the clipboard"),
+    ("/session", "messages, tokens and cost so far"),
+    ("/clear", "clear the screen (the conversation stays)"),
+    ("/quit", "exit"),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Popup {
+    /// Commands starting with the typed prefix.
+    Commands {
+        matches: Vec<usize>,
+        selected: usize,
+    },
+    /// Files matching the word after `@`.
+    Files {
+        matches: Vec<String>,
+        selected: usize,
+    },
+}
+
+impl Popup {
+    /// The popup for the editor text (cursor at its end), if any.
+    pub fn for_text(text: &str, files: &[String]) -> Option<Self> {
+        if text.starts_with('/') && !text.contains(char::is_whitespace) {
+            let matches: Vec<usize> = (0..COMMANDS.len())
+                .filter(|&i| COMMANDS[i].0.starts_with(text))
+                .collect();
+            return (!matches.is_empty()).then_some(Popup::Commands {
+                matches,
+                selected: 0,
+            });
+        }
+        let word = text.rsplit(char::is_whitespace).next().unwrap_or_default();
+        let query = word.strip_prefix('@')?;
+        let matches = fuzzy(query, files, 8);
+        (!matches.is_empty()).then_some(Popup::Files {
+            matches,
+            selected: 0,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Popup::Commands { matches, .. } => matches.len(),
+            Popup::Files { matches, .. } => matches.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn selected(&self) -> usize {
+        match self {
+            Popup::Commands { selected, .. } | Popup::Files { selected, .. } => *selected,
+        }
+    }
+
+    pub fn move_by(&mut self, delta: isize) {
+        let len = self.len() as isize;
+        let (Popup::Commands { selected, .. } | Popup::Files { selected, .. }) = self;
+        *selected = ((*selected as isize + delta).rem_euclid(len.max(1))) as usize;
+    }
+
+    /// The editor text after accepting the selection.
+    pub fn accept(&self, text: &str) -> String {
+        match self {
+            Popup::Commands { matches, selected } => COMMANDS[matches[*selected]].0.to_string(),
+            Popup::Files { matches, selected } => {
+                let cut = text.rfind('@').unwrap_or(text.len());
+                format!("{}@{} ", &text[..cut], matches[*selected])
+            }
+        }
+    }
+
+    /// Rows to show: (label, description).
+    pub fn rows(&self) -> Vec<(String, String)> {
+        match self {
+            Popup::Commands { matches, .. } => matches
+                .iter()
+                .map(|&i| (COMMANDS[i].0.to_string(), COMMANDS[i].1.to_string()))
+                .collect(),
+            Popup::Files { matches, .. } => {
+                matches.iter().map(|f| (f.clone(), String::new())).collect()
+            }
+        }
+    }
+}
+
+/// The best `limit` paths containing the query's characters in order; consecutive runs and
+/// matches in the file name score higher, shorter paths break ties.
+pub fn fuzzy(query: &str, files: &[String], limit: usize) -> Vec<String> {
+    let query: Vec<char> = query.to_lowercase().chars().collect();
+    let mut scored: Vec<(i64, &String)> = files
+        .iter()
+        .filter_map(|file| score(&query, file).map(|s| (s, file)))
+        .collect();
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.len().cmp(&b.1.len()))
+            .then(a.1.cmp(b.1))
+    });
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, f)| f.clone())
+        .collect()
+}
+
+fn score(query: &[char], path: &str) -> Option<i64> {
+    let lower: Vec<char> = path.to_lowercase().chars().collect();
+    let name_start = lower.iter().rposition(|&c| c == '/').map_or(0, |i| i + 1);
+    let (mut qi, mut score, mut previous) = (0usize, 0i64, None::<usize>);
+    for (i, c) in lower.iter().enumerate() {
+        if qi < query.len() && *c == query[qi] {
+            score += 1;
+            if previous == Some(i.wrapping_sub(1)) {
+                score += 5;
+            }
+            if i >= name_start {
+                score += 3;
+            }
+            previous = Some(i);
+            qi += 1;
+        }
+    }
+    (qi == query.len()).then_some(score)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_filter_by_prefix() {
+        let popup = Popup::for_text("/c", &[]).unwrap();
+        assert_eq!(
+            popup
+                .rows()
+                .iter()
+                .map(|r| r.0.as_str())
+                .collect::<Vec<_>>(),
+            ["/copy", "/clear"]
+        );
+        assert_eq!(popup.accept("/c"), "/copy");
+        assert!(Popup::for_text("/copy now", &[]).is_none());
+        assert!(Popup::for_text("/zzz", &[]).is_none());
+    }
+
+    #[test]
+    fn files_match_fuzzily_and_complete_the_word() {
+        let files: Vec<String> = ["src/main.rs", "crates/tui/src/markdown.rs", "README.md"]
+            .map(String::from)
+            .to_vec();
+        let popup = Popup::for_text("look at @mark", &files).unwrap();
+        assert_eq!(popup.rows()[0].0, "crates/tui/src/markdown.rs");
+        assert_eq!(
+            popup.accept("look at @mark"),
+            "look at @crates/tui/src/markdown.rs "
+        );
+        assert_eq!(fuzzy("main", &files, 5), ["src/main.rs"]);
+    }
+}

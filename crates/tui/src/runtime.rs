@@ -1,0 +1,265 @@
+//! The UI loop: terminal input, agent events and background results in; frames out — only
+//! when something changed, at most one per 16 ms, so streaming deltas coalesce and an idle
+//! screen costs nothing.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agent_core::{Agent, AgentError, AgentMessage, ToolContext};
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
+use llm::{ThinkingLevel, ToolResultMessage, now_millis};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{Action, App};
+use crate::cells::{CellKind, ToolCell};
+use crate::input::{self, InputState};
+use crate::status::Status;
+use crate::{terminal, ui};
+
+const FRAME: Duration = Duration::from_millis(16);
+const SPINNER_TICK: Duration = Duration::from_millis(80);
+/// Most files offered by the `@` picker.
+const MAX_FILES: usize = 20_000;
+
+/// What the TUI needs to know besides the agent.
+pub struct Options {
+    pub cwd: PathBuf,
+    pub model: String,
+    pub thinking: Option<ThinkingLevel>,
+    pub context_window: u64,
+    /// History to show (a resumed session).
+    pub history: Vec<AgentMessage>,
+}
+
+/// Results of background work, back on the UI loop.
+enum Ui {
+    Files(Vec<String>),
+    Queued {
+        steering: Vec<AgentMessage>,
+        follow_up: Vec<AgentMessage>,
+        after_abort: bool,
+    },
+    ShellDone {
+        index: usize,
+        result: ToolResultMessage,
+    },
+    Notice(String),
+}
+
+/// Runs the interactive UI until the user quits or SIGTERM arrives.
+pub async fn run(agent: Agent, options: Options) -> std::io::Result<()> {
+    let (mut term, _guard) = terminal::enter()?;
+    let status = Status::new(
+        &options.model,
+        options.thinking,
+        &options.cwd,
+        options.context_window,
+    );
+    let mut app = App::new(status);
+    app.load_history(&options.history);
+    let mut input = InputState::default();
+    let mut agent_events = agent.subscribe();
+    let mut terminal_events = EventStream::new();
+    let (ui_tx, mut ui_rx) = mpsc::unbounded_channel();
+    list_files(options.cwd.clone(), ui_tx.clone());
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut last_frame = Instant::now() - FRAME;
+
+    loop {
+        if app.dirty && last_frame.elapsed() >= FRAME {
+            term.draw(|frame| ui::draw(frame, &mut app, &mut input))?;
+            app.dirty = false;
+            last_frame = Instant::now();
+        }
+        let wake = if app.dirty {
+            Some(last_frame + FRAME)
+        } else if app.running || input.quit_hint() {
+            Some(Instant::now() + SPINNER_TICK)
+        } else {
+            None
+        };
+        let mut actions = Vec::new();
+        tokio::select! {
+            event = terminal_events.next() => match event {
+                Some(Ok(Event::Key(key))) => actions = input::on_key(&mut app, &mut input, key),
+                Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
+                Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
+                Some(Ok(Event::Resize(..))) => app.dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+            Some(event) = agent_events.recv() => {
+                actions = app.on_event(&event);
+                // Coalesce: take everything already waiting before the next frame.
+                while let Ok(event) = agent_events.try_recv() {
+                    actions.extend(app.on_event(&event));
+                }
+            }
+            Some(message) = ui_rx.recv() => actions = on_ui(&mut app, &mut input, message),
+            _ = sleep_until(wake), if wake.is_some() => app.dirty = true,
+            _ = sigterm.recv() => break,
+        }
+        for action in actions {
+            perform(&agent, &mut app, action, &ui_tx);
+        }
+        if app.should_quit {
+            break;
+        }
+    }
+    agent.abort();
+    Ok(())
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
+    app.dirty = true;
+    match message {
+        Ui::Files(files) => input.files = files,
+        Ui::Queued {
+            steering,
+            follow_up,
+            after_abort,
+        } => {
+            let texts = |messages: &[AgentMessage]| {
+                messages
+                    .iter()
+                    .map(AgentMessage::preview)
+                    .collect::<Vec<_>>()
+            };
+            // Nothing typed is lost: queued text goes back into the editor, before the draft.
+            let mut back = if after_abort {
+                texts(&follow_up)
+            } else {
+                texts(&steering)
+                    .into_iter()
+                    .chain(texts(&follow_up))
+                    .collect()
+            };
+            if !back.is_empty() {
+                let draft = app.editor.text();
+                if !draft.is_empty() {
+                    back.push(draft);
+                }
+                app.editor.set_text(&back.join("\n"));
+            }
+            if after_abort && !steering.is_empty() {
+                return vec![Action::ContinueAfterAbort(steering)];
+            }
+        }
+        Ui::ShellDone { index, result } => {
+            if let Some(CellKind::Tool(cell)) = app.cells.get_mut(index).map(|c| c.edit()) {
+                cell.duration = result
+                    .details
+                    .as_ref()
+                    .and_then(|d| d.get("duration_ms"))
+                    .and_then(|v| v.as_u64())
+                    .map(Duration::from_millis);
+                cell.result = Some(result);
+            }
+        }
+        Ui::Notice(text) => {
+            app.push_cell(CellKind::Notice(text));
+        }
+    }
+    Vec::new()
+}
+
+fn perform(agent: &Agent, app: &mut App, action: Action, ui_tx: &mpsc::UnboundedSender<Ui>) {
+    match action {
+        Action::Prompt(text) => {
+            let (agent, tx) = (agent.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let message = AgentMessage::user(text);
+                // The run may have ended and restarted in between: then it is a follow-up.
+                if agent.prompt(message.clone()).await == Err(AgentError::Busy) {
+                    agent.follow_up(message);
+                    let _ = tx.send(Ui::Notice(
+                        "The agent was busy: your message was queued as a follow-up.".into(),
+                    ));
+                }
+            });
+        }
+        Action::Steer(text) => agent.steer(AgentMessage::user(text)),
+        Action::FollowUp(text) => agent.follow_up(AgentMessage::user(text)),
+        Action::Abort => agent.abort(),
+        Action::PullQueued { after_abort } => {
+            let (agent, tx) = (agent.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                if let Ok((steering, follow_up)) = agent.take_queued().await {
+                    let _ = tx.send(Ui::Queued {
+                        steering,
+                        follow_up,
+                        after_abort,
+                    });
+                }
+            });
+        }
+        Action::ContinueAfterAbort(messages) => {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                let _ = agent.prompt_all(messages).await;
+            });
+        }
+        Action::Copy(text) => {
+            let note = match terminal::copy_to_clipboard(&text) {
+                Ok(()) => format!(
+                    "Copied {} characters to the clipboard.",
+                    text.chars().count()
+                ),
+                Err(err) => format!("Could not copy: {err}"),
+            };
+            app.push_cell(CellKind::Notice(note));
+        }
+        Action::Shell(command) => run_shell(app, command, ui_tx.clone()),
+        Action::Quit => app.should_quit = true,
+    }
+}
+
+/// `!cmd`: runs through the bash tool and shows the output; the model never sees it.
+fn run_shell(app: &mut App, command: String, tx: mpsc::UnboundedSender<Ui>) {
+    let args = serde_json::json!({"command": command});
+    let index = app.push_cell(CellKind::Tool(ToolCell::new("shell", "bash", args.clone())));
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    tokio::spawn(async move {
+        let tool = tools::BashTool::new(cwd);
+        let ctx = ToolContext::new("shell", CancellationToken::new(), |_| {});
+        let output = agent_core::Tool::execute(&tool, args, ctx)
+            .await
+            .unwrap_or_else(|e| agent_core::ToolOutput::error(e.0));
+        let result = ToolResultMessage {
+            tool_call_id: "shell".into(),
+            tool_name: "bash".into(),
+            content: output.content,
+            details: output.details,
+            is_error: output.is_error,
+            timestamp: now_millis(),
+        };
+        let _ = tx.send(Ui::ShellDone { index, result });
+    });
+}
+
+/// Lists the files under `cwd` for the `@` picker, off the UI loop.
+fn list_files(cwd: PathBuf, tx: mpsc::UnboundedSender<Ui>) {
+    tokio::task::spawn_blocking(move || {
+        let files: Vec<String> = ignore::WalkBuilder::new(&cwd)
+            .build()
+            .flatten()
+            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+            .filter_map(|e| {
+                e.path()
+                    .strip_prefix(&cwd)
+                    .ok()
+                    .map(|p| p.display().to_string())
+            })
+            .take(MAX_FILES)
+            .collect();
+        let _ = tx.send(Ui::Files(files));
+    });
+}

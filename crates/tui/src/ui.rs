@@ -1,0 +1,206 @@
+//! Drawing: places the lines the cells and the state produce. Only visible rows are built.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
+
+use crate::app::App;
+use crate::input::InputState;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const MAX_QUEUE_ROWS: usize = 4;
+
+pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
+    let area = frame.area();
+    let queue_rows = (app.steering.len() + app.follow_up.len()).min(MAX_QUEUE_ROWS) as u16;
+    let live_rows = u16::from(app.running || input.quit_hint());
+    let [transcript, live, queue, editor, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(live_rows),
+        Constraint::Length(queue_rows),
+        Constraint::Length(app.editor.height() + 2),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    input.page = usize::from(transcript.height);
+    draw_transcript(frame, app, transcript);
+    draw_live(frame, app, input, live);
+    draw_queue(frame, app, queue);
+    draw_editor(frame, app, editor);
+    draw_status(frame, app, status);
+    if let Some(popup) = &input.popup {
+        draw_popup(frame, popup, editor);
+    }
+}
+
+fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+    let height = usize::from(area.height);
+    let view = app.view(area.width);
+    // Every cell's height is cached per width; summing them is cheap even for long sessions.
+    let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
+    // Keep the view still when output arrives while scrolled up.
+    if app.scroll > 0 && total > app.transcript_total {
+        app.scroll += total - app.transcript_total;
+    }
+    app.transcript_total = total;
+    app.scroll = app.scroll.min(total.saturating_sub(height));
+
+    let mut skip = app.scroll;
+    let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
+    'cells: for cell in app.cells.iter_mut().rev() {
+        let lines = cell.lines(view);
+        let block = lines.len() + 1;
+        if skip >= block {
+            skip -= block;
+            continue;
+        }
+        // The blank separator sits below each cell.
+        let mut rows: Vec<Line<'static>> = lines
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Line::default()))
+            .collect();
+        rows.truncate(block - skip);
+        skip = 0;
+        for line in rows.into_iter().rev() {
+            if visible.len() == height {
+                break 'cells;
+            }
+            visible.push(line);
+        }
+    }
+    visible.reverse();
+    // Short transcripts sit at the bottom, next to the editor.
+    let pad = height.saturating_sub(visible.len());
+    let mut lines = vec![Line::default(); pad];
+    lines.extend(visible);
+    frame.render_widget(Paragraph::new(lines), area);
+    if app.scroll > 0 {
+        let hint = format!(" ↓ {} more lines (End) ", app.scroll);
+        let width = hint.chars().count() as u16;
+        let at = Rect::new(
+            area.right().saturating_sub(width),
+            area.bottom().saturating_sub(1),
+            width.min(area.width),
+            1,
+        );
+        frame.render_widget(
+            Paragraph::new(hint).style(Style::new().fg(Color::Black).bg(Color::Yellow)),
+            at,
+        );
+    }
+}
+
+fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
+    if area.height == 0 {
+        return;
+    }
+    let line = if input.quit_hint() && app.editor.is_empty() {
+        Line::styled("Press Ctrl+C again to quit", Style::new().fg(Color::Yellow))
+    } else if let Some(started) = app.run_started {
+        let elapsed = started.elapsed();
+        let frame_index = (elapsed.as_millis() / 80) as usize % SPINNER.len();
+        let mut spans = vec![
+            Span::styled(
+                format!("{} ", SPINNER[frame_index]),
+                Style::new().fg(Color::Cyan),
+            ),
+            Span::styled("Working", Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!(" ({}s · esc to interrupt)", elapsed.as_secs()),
+                Style::new().fg(Color::DarkGray),
+            ),
+        ];
+        if app.abort_requested {
+            spans.push(Span::styled(" · stopping…", Style::new().fg(Color::Yellow)));
+        }
+        Line::from(spans)
+    } else {
+        Line::default()
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let steer = app.steering.iter().map(|t| ("steer: ", t, Color::Yellow));
+    let follow = app
+        .follow_up
+        .iter()
+        .map(|t| ("follow-up: ", t, Color::Blue));
+    let lines: Vec<Line<'static>> = steer
+        .chain(follow)
+        .take(MAX_QUEUE_ROWS)
+        .map(|(label, text, color)| {
+            let first = text.lines().next().unwrap_or_default().to_string();
+            Line::from(vec![
+                Span::styled(label, Style::new().fg(color)),
+                Span::raw(first),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn draw_editor(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+    let color = if app.running {
+        Color::Yellow
+    } else {
+        Color::DarkGray
+    };
+    let title = if app.running {
+        " steer (enter) · follow-up (alt+enter) "
+    } else {
+        ""
+    };
+    app.editor.area.set_block(
+        Block::bordered()
+            .border_type(BorderType::Rounded)
+            .border_style(Style::new().fg(color))
+            .title(Span::styled(title, Style::new().fg(Color::DarkGray))),
+    );
+    frame.render_widget(&app.editor.area, area);
+}
+
+fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let text = app.status.segments().join(" · ");
+    frame.render_widget(
+        Paragraph::new(Line::styled(text, Style::new().fg(Color::DarkGray))),
+        area,
+    );
+}
+
+fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) {
+    let rows = popup.rows();
+    let height = (rows.len() as u16 + 2).min(editor.y);
+    if height < 3 {
+        return;
+    }
+    let width = editor.width.min(72);
+    let area = Rect::new(editor.x, editor.y - height, width, height);
+    let lines: Vec<Line<'static>> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, what))| {
+            let style = if i == popup.selected() {
+                Style::new().fg(Color::Black).bg(Color::Cyan)
+            } else {
+                Style::default()
+            };
+            Line::from(vec![
+                Span::styled(format!(" {label} "), style),
+                Span::styled(format!(" {what}"), Style::new().fg(Color::DarkGray)),
+            ])
+        })
+        .collect();
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .border_style(Style::new().fg(Color::Cyan)),
+        ),
+        area,
+    );
+}

@@ -1,0 +1,281 @@
+//! The real binary in a real pseudo-terminal against mock-llm: what a user types and sees.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mock_llm::{MockServer, Reply, Script};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use serde_json::{Value, json};
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Session {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    dir: tempfile::TempDir,
+}
+
+impl Session {
+    fn start(server: &MockServer) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        command.cwd(dir.path());
+        command.env("TERM", "xterm-256color");
+        command.env_remove("OPENAI_API_KEY");
+        let child = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            nonzero(ROWS),
+            nonzero(COLS),
+            0,
+        )));
+        let parser = screen.clone();
+        std::thread::spawn(move || {
+            // Keeps the master alive as long as output flows.
+            let _master = pty.master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                parser.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Self {
+            screen,
+            writer,
+            child,
+            dir,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen shows `text`.
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if self.contents().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "screen never showed {text:?}; it shows:\n{}",
+            self.contents()
+        );
+    }
+
+    fn send(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Types `text` and waits until the editor shows it, so the next key lands after it.
+    fn type_text(&mut self, text: &str) {
+        self.send(text);
+        self.wait_for(text);
+    }
+
+    fn flag(&self) -> std::path::PathBuf {
+        self.dir.path().join("flag")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// A bash call that holds until the test creates the flag file.
+fn waiting_tool(flag: &std::path::Path) -> Reply {
+    let command = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; echo released",
+        flag.display()
+    );
+    Reply::tool_call("bash", json!({"command": command}))
+}
+
+fn roles(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn last_content(body: &Value) -> String {
+    body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn nonzero(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).expect("terminal sizes are not zero")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_prompt_streams_and_renders_markdown() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![
+                Reply::text("## Done\n\nThe answer is **42**.\n\n- first\n- second\n")
+                    .with_chunk_size(3),
+            ],
+        }))
+        .unwrap();
+    let mut session = Session::start(&server);
+    session.wait_for("Type a message");
+    session.type_text("what is the answer?");
+    session.send("\r");
+    session.wait_for("The answer is 42.");
+    session.wait_for("• second");
+    let screen = session.contents();
+    assert!(screen.contains("› what is the answer?"), "{screen}");
+    assert!(screen.contains("mock-model"), "status line: {screen}");
+}
+
+#[test]
+fn enter_during_a_tool_call_steers_the_next_request() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    server.push(waiting_tool(&session.flag()));
+    server.push(Reply::text("Steered."));
+    session.wait_for("Type a message");
+    session.type_text("start");
+    session.send("\r");
+    session.wait_for("● bash");
+    session.type_text("use tabs instead");
+    session.send("\r");
+    session.wait_for("steer: use tabs instead");
+    std::fs::write(session.flag(), "").unwrap();
+    session.wait_for("Steered.");
+    let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
+    assert_eq!(
+        roles(&requests[1].body),
+        ["user", "assistant", "tool", "user"]
+    );
+    assert_eq!(last_content(&requests[1].body), "use tabs instead");
+}
+
+#[test]
+fn alt_enter_queues_a_follow_up_until_the_run_ends() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    server.push(waiting_tool(&session.flag()));
+    server.push(Reply::text("First task done."));
+    server.push(Reply::text("Follow-up done."));
+    session.wait_for("Type a message");
+    session.type_text("first task");
+    session.send("\r");
+    session.wait_for("● bash");
+    session.type_text("then write docs");
+    session.send("\x1b\r");
+    session.wait_for("follow-up: then write docs");
+    std::fs::write(session.flag(), "").unwrap();
+    session.wait_for("Follow-up done.");
+    let requests = rt.block_on(server.wait_for_requests(3, WAIT)).unwrap();
+    assert_eq!(
+        roles(&requests[1].body),
+        ["user", "assistant", "tool"],
+        "not before the run would end"
+    );
+    assert_eq!(
+        roles(&requests[2].body),
+        ["user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(last_content(&requests[2].body), "then write docs");
+}
+
+#[test]
+fn esc_kills_a_running_command_within_a_second() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    let pid_file = session.dir.path().join("pid");
+    let command = format!("echo $$ > {}; sleep 30", pid_file.display());
+    server.push(Reply::tool_call("bash", json!({"command": command})));
+    session.wait_for("Type a message");
+    session.type_text("sleep please");
+    session.send("\r");
+    let deadline = Instant::now() + WAIT;
+    let pgid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let pressed = Instant::now();
+    session.send("\x1b");
+    while tools::group_alive(pgid) && pressed.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !tools::group_alive(pgid),
+        "sleep 30 outlived Esc by a second"
+    );
+    session.wait_for("Interrupted");
+    session.wait_for("Aborted; the command and its children were killed.");
+}
+
+#[test]
+fn exit_restores_the_terminal() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    session.wait_for("Type a message");
+    assert!(
+        session.screen.lock().unwrap().screen().alternate_screen(),
+        "the UI runs on the alternate screen"
+    );
+    session.send("\x04");
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = session.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "ctrl+d did not quit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    session.wait_for("Bye.");
+    let parser = session.screen.lock().unwrap();
+    let screen = parser.screen();
+    assert!(!screen.alternate_screen(), "back on the normal screen");
+    assert!(!screen.hide_cursor(), "cursor visible again");
+}
