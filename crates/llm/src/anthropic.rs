@@ -239,7 +239,7 @@ fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
 pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let mut messages = Vec::new();
     for message in &context.messages {
-        convert_message(message, &mut messages);
+        convert_message(message, model, &mut messages);
     }
     mark_last_user_turn(&mut messages);
     // The API requires a limit; the model's own is the natural one.
@@ -272,7 +272,7 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
     body
 }
 
-fn convert_message(message: &Message, out: &mut Vec<Value>) {
+fn convert_message(message: &Message, model: &Model, out: &mut Vec<Value>) {
     match message {
         Message::User(user) => {
             let blocks = content_blocks(&user.content);
@@ -281,6 +281,8 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
             }
         }
         Message::Assistant(assistant) => {
+            // Signatures from another provider (an OpenAI reasoning item) mean nothing here.
+            let same_provider = assistant.provider == model.provider;
             let blocks: Vec<Value> = assistant
                 .content
                 .iter()
@@ -293,7 +295,7 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
                     AssistantContent::Thinking {
                         thinking,
                         signature: Some(signature),
-                    } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+                    } if same_provider => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
                     AssistantContent::ToolCall(call) => Some(json!({
                         "type": "tool_use",
                         "id": call.id,

@@ -98,6 +98,12 @@ impl Parser {
         out: &mut Vec<StreamEvent>,
     ) {
         let item = &event["item"];
+        if item["type"] == "reasoning" && item.get("encrypted_content").is_some() {
+            // The whole item is the thinking block's signature: replaying it lets the model
+            // continue its reasoning across tool calls without server-side state.
+            out.push(builder.thinking_signature(&item.to_string()));
+            return;
+        }
         if item["type"] != "function_call" {
             return;
         }
@@ -233,7 +239,7 @@ fn parse_usage(usage: &Value) -> Usage {
 pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let mut input = Vec::new();
     for message in &context.messages {
-        convert_message(message, &mut input);
+        convert_message(message, model, &mut input);
     }
     let mut body = json!({
         "model": model.id,
@@ -261,15 +267,29 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
     if let Some(effort) = reasoning_effort(model, options.thinking) {
         body["reasoning"] = json!({"effort": effort, "summary": "auto"});
     }
+    if model.reasoning {
+        // Stateless requests get the reasoning back encrypted, to replay it next turn.
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
     body
 }
 
-fn convert_message(message: &Message, out: &mut Vec<Value>) {
+fn convert_message(message: &Message, model: &Model, out: &mut Vec<Value>) {
     match message {
         Message::User(user) => out.push(user_message(&user.content)),
         Message::Assistant(assistant) => {
+            // Encrypted reasoning only verifies for the model that produced it.
+            let same_model = assistant.provider == model.provider && assistant.model == model.id;
             for content in &assistant.content {
                 match content {
+                    AssistantContent::Thinking {
+                        signature: Some(signature),
+                        ..
+                    } if same_model => {
+                        if let Some(item) = reasoning_item(signature) {
+                            out.push(item);
+                        }
+                    }
                     AssistantContent::Text { text } if !text.is_empty() => {
                         out.push(json!({"role": "assistant", "content": text}));
                     }
@@ -279,7 +299,7 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
                         "name": call.name,
                         "arguments": call.arguments_text(),
                     })),
-                    // Reasoning summaries are not replayable input; the model reasons afresh.
+                    // Unsigned summaries are not replayable input; the model reasons afresh.
                     _ => {}
                 }
             }
@@ -302,6 +322,12 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
             }
         }
     }
+}
+
+/// The reasoning item stored as a thinking signature, when it is one.
+fn reasoning_item(signature: &str) -> Option<Value> {
+    let item: Value = serde_json::from_str(signature).ok()?;
+    (item["type"] == "reasoning" && item.get("encrypted_content").is_some()).then_some(item)
 }
 
 fn user_message(content: &[UserContent]) -> Value {

@@ -180,12 +180,14 @@ async fn history_round_trips_in_each_wire_format() {
         match api {
             Api::OpenaiResponses => {
                 let input = body["input"].as_array().unwrap();
-                assert_eq!(input[1]["type"], "function_call");
-                assert_eq!(input[1]["call_id"], call.id.as_str());
-                assert_eq!(input[1]["arguments"], r#"{"path":"a"}"#);
-                assert_eq!(input[2]["type"], "function_call_output");
-                assert_eq!(input[2]["output"], "contents");
-                assert_eq!(input.len(), 5);
+                assert_eq!(input[1]["type"], "reasoning", "reasoning replayed");
+                assert_eq!(input[1]["encrypted_content"], "enc_mock_1");
+                assert_eq!(input[2]["type"], "function_call");
+                assert_eq!(input[2]["call_id"], call.id.as_str());
+                assert_eq!(input[2]["arguments"], r#"{"path":"a"}"#);
+                assert_eq!(input[3]["type"], "function_call_output");
+                assert_eq!(input[3]["output"], "contents");
+                assert_eq!(input.len(), 6);
             }
             _ => {
                 let messages = body["messages"].as_array().unwrap();
@@ -321,4 +323,41 @@ async fn replays_anthropic_fixtures() {
     assert_eq!(message.text(), "Partial", "what arrived is kept");
     let reason = message.error_message.unwrap();
     assert_eq!(reason, "mock: Overloaded (overloaded_error)");
+}
+
+#[tokio::test]
+async fn signed_thinking_is_replayed_only_to_its_own_provider() {
+    // An OpenAI reasoning item must not reach Anthropic, nor another model's reasoning OpenAI.
+    let server = serve(vec![
+        Reply::tool_call("read", json!({"path": "a"})).with_thinking("plan"),
+        Reply::text("one"),
+        Reply::text("two"),
+    ])
+    .await;
+    let (_, first) = collect(&server, Api::OpenaiResponses, options()).await;
+    assert!(thinking_of(&first.content[0]).unwrap().1.is_some());
+    for (api, id) in [
+        (Api::AnthropicMessages, "mock-model"),
+        (Api::OpenaiResponses, "other-model"),
+    ] {
+        let mut context = support::context();
+        context.messages.push(Message::Assistant(first.clone()));
+        let mut m = model(&server, api);
+        m.id = id.into();
+        if api == Api::AnthropicMessages {
+            m.provider = "anthropic".into();
+        }
+        let stream = llm::Router::new().stream(&m, context, options(), CancellationToken::new());
+        support::drain(stream).await;
+    }
+    let requests = server.requests();
+    let anthropic = requests[1].body["messages"][1]["content"]
+        .as_array()
+        .unwrap();
+    assert!(
+        anthropic.iter().all(|b| b["type"] != "thinking"),
+        "{anthropic:?}"
+    );
+    let input = requests[2].body["input"].as_array().unwrap();
+    assert!(input.iter().all(|i| i["type"] != "reasoning"), "{input:?}");
 }

@@ -34,8 +34,14 @@ pub(crate) fn frames(reply: &Reply, request: &Value, seq: usize) -> Vec<String> 
         }
         out.push(at(json!({"type": "response.reasoning_summary_text.done",
             "summary_index": 0, "text": thinking})));
-        let item = json!({"type": "reasoning", "id": id,
+        let mut item = json!({"type": "reasoning", "id": id,
             "summary": [{"type": "summary_text", "text": thinking}]});
+        let wants_encrypted = request["include"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
+        if wants_encrypted {
+            item["encrypted_content"] = json!(format!("enc_mock_{seq}"));
+        }
         out.push(json!({"type": "response.output_item.done", "output_index": output_index, "item": item}));
         output_index += 1;
     }
