@@ -250,6 +250,12 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
         body[field] = json!(max);
     }
     if let Some(effort) = reasoning_effort(model, options.thinking) {
+        // `minimal` is OpenAI's own level; compatible servers (Gemini among them) accept only
+        // low, medium and high.
+        let effort = match effort {
+            "minimal" if model.provider != "openai" => "low",
+            other => other,
+        };
         body["reasoning_effort"] = json!(effort);
     }
     body

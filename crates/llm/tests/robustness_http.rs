@@ -323,4 +323,21 @@ async fn completions_thinking_and_token_limits() {
         "not a reasoning model"
     );
     assert_eq!(requests[1].body["max_completion_tokens"], 300);
+
+    let server = serve(vec![Reply::text("a"), Reply::text("b")]).await;
+    for provider in ["openai", "google"] {
+        let mut m = model(&server, Api::OpenaiCompletions);
+        m.provider = provider.into();
+        let opts = StreamOptions {
+            thinking: ThinkingLevel::Minimal,
+            ..options()
+        };
+        support::drain(start(&m, opts, CancellationToken::new())).await;
+    }
+    let requests = server.requests();
+    assert_eq!(requests[0].body["reasoning_effort"], "minimal");
+    assert_eq!(
+        requests[1].body["reasoning_effort"], "low",
+        "only OpenAI knows minimal"
+    );
 }
