@@ -3,7 +3,9 @@
 //! Providers use it to allocate content-block indexes and to build the final message; the agent
 //! loop uses it to know what had arrived when a run is aborted mid-stream.
 
-use crate::{AssistantContent, AssistantMessage, StopReason, StreamEvent, ToolCall, Usage};
+use crate::{
+    AssistantContent, AssistantMessage, ErrorKind, StopReason, StreamEvent, ToolCall, Usage,
+};
 
 #[derive(Debug)]
 enum Block {
@@ -43,7 +45,10 @@ impl AssistantBuilder {
     /// Applies an event produced elsewhere (by a provider) to this builder.
     pub fn apply(&mut self, event: &StreamEvent) {
         match event {
-            StreamEvent::Start | StreamEvent::Done { .. } | StreamEvent::Error { .. } => {}
+            StreamEvent::Start
+            | StreamEvent::Retry { .. }
+            | StreamEvent::Done { .. }
+            | StreamEvent::Error { .. } => {}
             StreamEvent::TextDelta { index, delta } => {
                 if let Some(Block::Text(text)) = self.slot(*index, || Block::Text(String::new())) {
                     text.push_str(delta);
@@ -59,7 +64,12 @@ impl AssistantBuilder {
                 }
             }
             StreamEvent::ThinkingSignature { index, signature } => {
-                if let Some(Block::Thinking { signature: s, .. }) = self.blocks.get_mut(*index) {
+                // A signed block may have no visible text (redacted or empty reasoning).
+                let new = || Block::Thinking {
+                    text: String::new(),
+                    signature: None,
+                };
+                if let Some(Block::Thinking { signature: s, .. }) = self.slot(*index, new) {
                     *s = Some(signature.clone());
                 }
             }
@@ -104,16 +114,32 @@ impl AssistantBuilder {
         })
     }
 
-    /// Appends reasoning text, continuing the last block when it is thinking.
+    /// Appends reasoning text, continuing the last block when it is thinking and not yet
+    /// signed (a signature closes a block: the next reasoning is a block of its own).
     pub fn thinking_delta(&mut self, delta: &str) -> StreamEvent {
-        let index = match self.blocks.last() {
-            Some(Block::Thinking { .. }) => self.blocks.len() - 1,
-            _ => self.blocks.len(),
-        };
+        let index = self.open_thinking_index();
         self.emit(StreamEvent::ThinkingDelta {
             index,
             delta: delta.to_string(),
         })
+    }
+
+    /// Signs the open thinking block, opening an empty one when there is none.
+    pub fn thinking_signature(&mut self, signature: &str) -> StreamEvent {
+        let index = self.open_thinking_index();
+        self.emit(StreamEvent::ThinkingSignature {
+            index,
+            signature: signature.to_string(),
+        })
+    }
+
+    fn open_thinking_index(&self) -> usize {
+        match self.blocks.last() {
+            Some(Block::Thinking {
+                signature: None, ..
+            }) => self.blocks.len() - 1,
+            _ => self.blocks.len(),
+        }
     }
 
     /// Opens a tool call block; returns its index and the event.
@@ -132,6 +158,24 @@ impl AssistantBuilder {
             index,
             delta: delta.to_string(),
         })
+    }
+
+    /// Closes the tool call at `index`, parsing its arguments strictly; `None` when no call is
+    /// streaming there (already closed, or never opened).
+    pub fn toolcall_end(&mut self, index: usize) -> Option<StreamEvent> {
+        let Some(Block::PartialCall { id, name, raw }) = self.blocks.get(index) else {
+            return None;
+        };
+        let tool_call = ToolCall::from_raw(id.clone(), name.clone(), raw);
+        Some(self.emit(StreamEvent::ToolcallEnd { index, tool_call }))
+    }
+
+    /// The raw argument text streamed so far for the call at `index`.
+    pub fn toolcall_raw(&self, index: usize) -> Option<&str> {
+        match self.blocks.get(index) {
+            Some(Block::PartialCall { raw, .. }) => Some(raw),
+            _ => None,
+        }
     }
 
     /// Closes every tool call still streaming, parsing its arguments strictly.
@@ -186,8 +230,19 @@ impl AssistantBuilder {
 
     /// The closing `Error` event: what arrived so far plus a readable reason.
     pub fn failed(&self, stop_reason: StopReason, reason: impl Into<String>) -> StreamEvent {
+        self.failed_with(stop_reason, reason, None)
+    }
+
+    /// Like [`failed`](Self::failed), flagging a failure the caller can act on.
+    pub fn failed_with(
+        &self,
+        stop_reason: StopReason,
+        reason: impl Into<String>,
+        kind: Option<ErrorKind>,
+    ) -> StreamEvent {
         let mut message = self.snapshot(stop_reason);
         message.error_message = Some(reason.into());
+        message.error_kind = kind;
         StreamEvent::Error { message }
     }
 }
@@ -212,6 +267,34 @@ mod tests {
         let call = msg.tool_calls().next().unwrap();
         assert_eq!(call.arguments["path"], "a");
         assert!(call.invalid_arguments.is_none());
+    }
+
+    #[test]
+    fn a_signature_closes_its_thinking_block() {
+        let mut b = AssistantBuilder::new("m", "p");
+        b.thinking_delta("one");
+        b.thinking_signature("sig1");
+        b.thinking_delta("two");
+        let (i, _) = b.toolcall_start("c", "ls");
+        assert!(b.toolcall_end(i).is_some());
+        assert!(b.toolcall_end(i).is_none(), "closed once");
+        b.thinking_signature("sig3");
+        let msg = b.snapshot(StopReason::Stop);
+        let signatures: Vec<_> = msg
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                AssistantContent::Thinking {
+                    thinking,
+                    signature,
+                } => Some((thinking.as_str(), signature.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            signatures,
+            vec![("one", Some("sig1")), ("two", None), ("", Some("sig3"))]
+        );
     }
 
     #[test]

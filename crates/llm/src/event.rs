@@ -8,6 +8,14 @@ use crate::{AssistantMessage, ToolCall};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
+    /// The request failed before any byte of the response and will be sent again after
+    /// `delay_ms` (attempt `attempt` of `max` retries). Nothing of the message was lost.
+    Retry {
+        attempt: u32,
+        max: u32,
+        delay_ms: u64,
+        reason: String,
+    },
     /// The server accepted the request and the response began.
     Start,
     /// Text appended to content block `index`.

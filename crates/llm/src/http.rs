@@ -1,10 +1,12 @@
 //! HTTP plumbing shared by the provider clients.
 
 use std::sync::Once;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::{EventStream, StreamEvent};
+use crate::retry;
+use crate::{ErrorKind, EventStream, StreamEvent, StreamOptions};
 
 /// The reason given when a request is cancelled.
 pub(crate) const ABORTED: &str = "Request was aborted";
@@ -40,26 +42,184 @@ pub(crate) fn receiver_stream(mut rx: mpsc::Receiver<StreamEvent>) -> EventStrea
     Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
 
-/// Sends the request; a transport failure or a non-2xx status becomes a readable reason.
-pub(crate) async fn send(
-    request: reqwest::RequestBuilder,
+/// One request, kept as data so that every retry rebuilds it identically.
+pub(crate) struct WireRequest {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: serde_json::Value,
+}
+
+impl WireRequest {
+    /// A JSON POST to `url` with the caller's extra headers.
+    pub(crate) fn post(url: String, body: serde_json::Value, options: &StreamOptions) -> Self {
+        Self {
+            url,
+            headers: options.headers.clone(),
+            body,
+        }
+    }
+
+    /// Adds a header unless the caller's options already set one of that name.
+    pub(crate) fn header(&mut self, name: &str, value: String) {
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            self.headers.insert(0, (name.to_string(), value));
+        }
+    }
+}
+
+/// A request that failed, as the user will read it.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub reason: String,
+    pub kind: Option<ErrorKind>,
+}
+
+impl Failure {
+    /// A failure reported by the provider; recognises context overflow from its wording.
+    pub(crate) fn from_provider(reason: String) -> Self {
+        let kind = is_context_overflow(&reason).then_some(ErrorKind::ContextOverflow);
+        Self { reason, kind }
+    }
+}
+
+/// Sends the request, retrying transient failures (before any byte of the body) as `policy`
+/// allows and telling the consumer about each wait. Returns a response with a 2xx status.
+pub(crate) async fn send_with_retry(
+    client: &reqwest::Client,
+    request: &WireRequest,
     provider: &str,
-) -> Result<reqwest::Response, String> {
-    let response = request
-        .send()
-        .await
-        .map_err(|err| format!("could not reach {provider}: {}", error_chain(&err)))?;
+    options: &StreamOptions,
+    sender: &Sender,
+) -> Result<reqwest::Response, Failure> {
+    let mut attempt = 0;
+    loop {
+        let (failure, retry_after) = match send_once(client, request, provider, options).await {
+            Ok(response) => return Ok(response),
+            Err(Attempt::Final(failure)) => return Err(failure),
+            Err(Attempt::Transient(failure, retry_after)) => (failure, retry_after),
+        };
+        attempt += 1;
+        let Some(delay) = options.retry.delay(attempt, retry_after) else {
+            let mut failure = failure;
+            if attempt > 1 {
+                failure.reason += &format!(" (gave up after {} retries)", attempt - 1);
+            }
+            return Err(failure);
+        };
+        let retry = StreamEvent::Retry {
+            attempt,
+            max: options.retry.max_retries,
+            delay_ms: delay.as_millis() as u64,
+            reason: failure.reason,
+        };
+        if !sender.send(retry).await {
+            return Err(Failure {
+                reason: ABORTED.to_string(),
+                kind: None,
+            });
+        }
+        tokio::time::sleep(delay).await;
+    }
+}
+
+enum Attempt {
+    /// Worth another try after the server's `retry-after`, if it sent one.
+    Transient(Failure, Option<Duration>),
+    Final(Failure),
+}
+
+async fn send_once(
+    client: &reqwest::Client,
+    request: &WireRequest,
+    provider: &str,
+    options: &StreamOptions,
+) -> Result<reqwest::Response, Attempt> {
+    let mut builder = client.post(&request.url).json(&request.body);
+    for (name, value) in &request.headers {
+        builder = builder.header(name, value);
+    }
+    let idle = options.idle_timeout;
+    let response = match tokio::time::timeout(idle, builder.send()).await {
+        Err(_) => return Err(Attempt::Final(idle_failure(provider, idle))),
+        // A request that could not be built will not build next time either.
+        Ok(Err(err)) if err.is_builder() => {
+            let reason = format!("invalid request to {provider}: {}", error_chain(&err));
+            return Err(Attempt::Final(Failure { reason, kind: None }));
+        }
+        Ok(Err(err)) => {
+            let reason = format!("could not reach {provider}: {}", error_chain(&err));
+            return Err(Attempt::Transient(Failure { reason, kind: None }, None));
+        }
+        Ok(Ok(response)) => response,
+    };
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
-    let body = response.text().await.unwrap_or_default();
-    Err(format!(
+    let retry_after = retry::retry_after(response.headers());
+    let body = tokio::time::timeout(idle, response.text())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let failure = Failure::from_provider(format!(
         "{} {}: {} ({provider})",
         status.as_u16(),
         status.canonical_reason().unwrap_or("error"),
         error_body_message(&body)
-    ))
+    ));
+    if retry::retryable_status(status.as_u16()) {
+        Err(Attempt::Transient(failure, retry_after))
+    } else {
+        Err(Attempt::Final(failure))
+    }
+}
+
+pub(crate) fn idle_failure(provider: &str, idle: Duration) -> Failure {
+    Failure {
+        reason: format!(
+            "{provider} sent nothing for {}; the request timed out",
+            human_duration(idle)
+        ),
+        kind: Some(ErrorKind::IdleTimeout),
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.as_secs() >= 1 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// Whether a provider's error message says the prompt did not fit the context window.
+///
+/// Providers word it differently: OpenAI `context_length_exceeded` / "maximum context length",
+/// the responses API "exceeds the context window", Anthropic "prompt is too long", Gemini
+/// "input token count … exceeds the maximum number of tokens", llama.cpp "exceeds the available
+/// context size". Rate limits on tokens per minute mention tokens too and are not overflow.
+pub fn is_context_overflow(message: &str) -> bool {
+    let text = message.to_lowercase();
+    if text.contains("per minute") || text.contains("rate limit") {
+        return false;
+    }
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "context size",
+        "prompt is too long",
+        "too many tokens",
+        "maximum number of tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|pattern| text.contains(pattern))
 }
 
 /// The `message` of a JSON error body (`{"error": {"message": …}}` and friends), else a snippet.
@@ -89,7 +249,7 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut parts = vec![err.to_string()];
     let mut source = err.source();
     while let Some(inner) = source {
@@ -115,6 +275,27 @@ mod tests {
             error_body_message("<html>bad gateway</html>"),
             "<html>bad gateway</html>"
         );
+    }
+
+    #[test]
+    fn context_overflow_is_recognised_in_each_wording() {
+        for message in [
+            "400 Bad Request: This model's maximum context length is 128000 tokens. (openai)",
+            "Your input exceeds the context window of this model.",
+            "prompt is too long: 208310 tokens > 200000 maximum",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed",
+            "the request exceeds the available context size, try increasing it",
+            "context_length_exceeded",
+        ] {
+            assert!(is_context_overflow(message), "{message}");
+        }
+        for message in [
+            "Rate limit reached for gpt-5 on tokens per min (TPM): Limit 30000",
+            "Request too large: too many tokens per minute",
+            "invalid API key",
+        ] {
+            assert!(!is_context_overflow(message), "{message}");
+        }
     }
 
     #[test]

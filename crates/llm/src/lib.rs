@@ -5,19 +5,32 @@
 //! data arrive as a final [`StreamEvent::Error`] carrying an assistant message whose
 //! `stop_reason` is [`StopReason::Error`].
 
+pub mod anthropic;
 mod builder;
 mod event;
 mod http;
 mod message;
 mod model;
 pub mod openai_completions;
+pub mod openai_responses;
+mod partial_json;
 mod provider;
+mod registry;
+mod retry;
+mod router;
+mod sse;
 
 pub use builder::AssistantBuilder;
 pub use event::StreamEvent;
+pub use http::is_context_overflow;
 pub use message::{
-    AssistantContent, AssistantMessage, ImageContent, InvalidArguments, Message, StopReason,
-    ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, now_millis,
+    AssistantContent, AssistantMessage, ErrorKind, ImageContent, InvalidArguments, Message,
+    StopReason, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, now_millis,
 };
 pub use model::{Api, Model, ModelCost, ThinkingLevel};
+pub use partial_json::parse_partial_json;
 pub use provider::{Context, EventStream, Provider, StreamOptions, ToolSpec};
+pub use registry::{ProviderEntry, Registry, RegistryError};
+pub use retry::RetryPolicy;
+pub use router::{Router, api_key_env};
+pub use sse::replay;

@@ -109,8 +109,21 @@ pub struct AssistantMessage {
     /// Readable reason when `stop_reason` is `error` or `aborted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// What kind of failure `error_message` describes, when the caller can act on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     #[serde(default)]
     pub timestamp: u64,
+}
+
+/// A failure the agent can react to rather than only report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The prompt did not fit the model's context window: compact the history and retry.
+    ContextOverflow,
+    /// No bytes arrived for longer than the idle timeout.
+    IdleTimeout,
 }
 
 impl AssistantMessage {
@@ -123,6 +136,7 @@ impl AssistantMessage {
             model: model.to_string(),
             provider: provider.to_string(),
             error_message: None,
+            error_kind: None,
             timestamp: now_millis(),
         }
     }

@@ -11,8 +11,9 @@ pub enum Api {
     AnthropicMessages,
 }
 
-/// Prices in US dollars per million tokens.
+/// Prices in US dollars per million tokens; absent prices are zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ModelCost {
     pub input: f64,
     pub output: f64,

@@ -6,16 +6,14 @@
 
 use std::collections::HashMap;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Sender};
+use crate::http::{self, Failure, WireRequest};
+use crate::sse::{self, Flow, WireParser};
 use crate::{
     AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
-    StreamEvent, StreamOptions, Usage, UserContent,
+    StreamEvent, StreamOptions, ThinkingLevel, Usage, UserContent,
 };
 
 /// Client for the chat-completions wire API.
@@ -40,108 +38,81 @@ impl Provider for OpenAiCompletions {
         options: StreamOptions,
         cancel: CancellationToken,
     ) -> EventStream {
-        let (tx, rx) = mpsc::channel(64);
-        let client = self.client.clone();
-        let model = model.clone();
-        tokio::spawn(async move {
-            let mut builder = AssistantBuilder::new(&model.id, &model.provider);
-            let sender = Sender::new(tx);
-            let body = request_body(&model, &context, &options);
-            let run = run(&client, &model, &options, body, &mut builder, &sender);
-            let last = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => builder.failed(StopReason::Aborted, http::ABORTED),
-                last = run => last,
-            };
-            sender.send(last).await;
-        });
-        http::receiver_stream(rx)
+        let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
+        let mut request = WireRequest::post(url, request_body(model, &context, &options), &options);
+        if let Some(key) = &options.api_key {
+            request.header("authorization", format!("Bearer {key}"));
+        }
+        sse::spawn(self.client.clone(), model, options, request, cancel)
     }
 }
 
-/// Streams one response into `sender`; returns the closing event.
-async fn run(
-    client: &reqwest::Client,
-    model: &Model,
-    options: &StreamOptions,
-    body: Value,
-    builder: &mut AssistantBuilder,
-    sender: &Sender,
-) -> StreamEvent {
-    let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
-    let mut request = client.post(&url).json(&body);
-    if let Some(key) = &options.api_key {
-        request = request.bearer_auth(key);
-    }
-    for (name, value) in &options.headers {
-        request = request.header(name, value);
-    }
-    let response = match http::send(request, &model.provider).await {
-        Ok(response) => response,
-        Err(reason) => return builder.failed(StopReason::Error, reason),
-    };
-    sender.send(StreamEvent::Start).await;
+/// State carried across chunks of one response.
+pub(crate) struct Parser {
+    provider: String,
+    /// Server tool-call index → our content-block index and the call's id.
+    calls: HashMap<u64, (usize, String)>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
 
-    let mut parser = ChunkParser::default();
-    let mut events = response.bytes_stream().eventsource();
-    while let Some(item) = events.next().await {
-        let event = match item {
-            Ok(event) => event,
-            Err(err) => {
-                let reason = format!("stream from {} broke off: {err}", model.provider);
-                return builder.failed(StopReason::Error, reason);
-            }
-        };
-        let data = event.data.trim();
-        if data.is_empty() {
-            continue;
+impl Parser {
+    pub(crate) fn new(provider: String) -> Self {
+        Self {
+            provider,
+            calls: HashMap::new(),
+            finish_reason: None,
+            usage: None,
         }
+    }
+}
+
+impl WireParser for Parser {
+    fn terminal(&self) -> &'static str {
+        "[DONE]"
+    }
+
+    fn event(
+        &mut self,
+        _name: &str,
+        data: &str,
+        builder: &mut AssistantBuilder,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, Failure> {
         if data == "[DONE]" {
-            parser.saw_done = true;
-            break;
+            return Ok(Flow::Finished);
         }
-        let chunk: Value = match serde_json::from_str(data) {
-            Ok(chunk) => chunk,
-            Err(err) => {
-                let reason = format!(
-                    "{} sent malformed data ({err}): {}",
-                    model.provider,
-                    http::snippet(data)
-                );
-                return builder.failed(StopReason::Error, reason);
-            }
-        };
+        let chunk = sse::json(data, &self.provider)?;
         if let Some(reason) = stream_error(&chunk) {
-            return builder.failed(StopReason::Error, format!("{}: {reason}", model.provider));
+            return Err(Failure::from_provider(format!(
+                "{}: {reason}",
+                self.provider
+            )));
         }
-        for out in parser.chunk(&chunk, builder) {
-            if !sender.send(out).await {
-                return builder.failed(StopReason::Aborted, http::ABORTED);
-            }
+        self.chunk(&chunk, builder, out);
+        Ok(Flow::Continue)
+    }
+
+    fn finish(
+        &mut self,
+        model: &Model,
+        builder: &mut AssistantBuilder,
+        out: &mut Vec<StreamEvent>,
+    ) -> StreamEvent {
+        out.extend(builder.end_open_toolcalls());
+        if let Some(usage) = self.usage {
+            builder.usage = usage;
+            builder.usage.cost = model.cost_of(&usage);
         }
-    }
-    if !parser.saw_done {
-        let reason = format!(
-            "stream from {} ended before [DONE]; the reply is incomplete",
-            model.provider
-        );
-        return builder.failed(StopReason::Error, reason);
-    }
-    for out in builder.end_open_toolcalls() {
-        sender.send(out).await;
-    }
-    if let Some(usage) = parser.usage {
-        builder.usage = usage;
-        builder.usage.cost = model.cost_of(&usage);
-    }
-    match parser.finish_reason.as_deref() {
-        Some("length") => builder.done(StopReason::Length),
-        Some("content_filter") => builder.failed(
-            StopReason::Error,
-            format!("{} stopped the reply: content filter", model.provider),
-        ),
-        Some("tool_calls") | Some("function_call") => builder.done(StopReason::ToolUse),
-        _ => builder.done(StopReason::Stop),
+        match self.finish_reason.as_deref() {
+            Some("length") => builder.done(StopReason::Length),
+            Some("content_filter") => builder.failed(
+                StopReason::Error,
+                format!("{} stopped the reply: content filter", model.provider),
+            ),
+            Some("tool_calls") | Some("function_call") => builder.done(StopReason::ToolUse),
+            _ => builder.done(StopReason::Stop),
+        }
     }
 }
 
@@ -160,24 +131,13 @@ fn stream_error(chunk: &Value) -> Option<String> {
     )
 }
 
-/// State carried across chunks of one response.
-#[derive(Default)]
-struct ChunkParser {
-    /// Server tool-call index → our content-block index and the call's id.
-    calls: HashMap<u64, (usize, String)>,
-    finish_reason: Option<String>,
-    usage: Option<Usage>,
-    saw_done: bool,
-}
-
-impl ChunkParser {
-    fn chunk(&mut self, chunk: &Value, builder: &mut AssistantBuilder) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
+impl Parser {
+    fn chunk(&mut self, chunk: &Value, builder: &mut AssistantBuilder, out: &mut Vec<StreamEvent>) {
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(parse_usage(usage));
         }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
-            return out;
+            return;
         };
         if let Some(delta) = choice.get("delta") {
             // Servers name it one way or the other; some send both with the same text.
@@ -191,14 +151,13 @@ impl ChunkParser {
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for call in calls {
-                    self.tool_call_delta(call, builder, &mut out);
+                    self.tool_call_delta(call, builder, out);
                 }
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_string());
         }
-        out
     }
 
     fn tool_call_delta(
@@ -281,9 +240,40 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
         body["tools"] = Value::Array(tools);
     }
     if let Some(max) = options.max_tokens {
-        body["max_tokens"] = json!(max);
+        // OpenAI's reasoning models reject `max_tokens`; every other compatible server
+        // (llama.cpp, Ollama, vLLM, DeepSeek, …) knows only `max_tokens`.
+        let field = if model.provider == "openai" {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[field] = json!(max);
+    }
+    if let Some(effort) = reasoning_effort(model, options.thinking) {
+        // `minimal` is OpenAI's own level; compatible servers (Gemini among them) accept only
+        // low, medium and high.
+        let effort = match effort {
+            "minimal" if model.provider != "openai" => "low",
+            other => other,
+        };
+        body["reasoning_effort"] = json!(effort);
     }
     body
+}
+
+/// The `reasoning_effort` of a thinking level; none for models that do not reason, and none
+/// for `off`, which leaves the server's default.
+pub(crate) fn reasoning_effort(model: &Model, level: ThinkingLevel) -> Option<&'static str> {
+    if !model.reasoning {
+        return None;
+    }
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some("minimal"),
+        ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High => Some("high"),
+    }
 }
 
 fn convert_message(message: &Message, out: &mut Vec<Value>) {

@@ -1,13 +1,14 @@
 //! The `Provider` trait every wire API implements.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Message, Model, ThinkingLevel};
+use crate::{Message, Model, RetryPolicy, ThinkingLevel};
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,14 +27,33 @@ pub struct Context {
     pub tools: Vec<ToolSpec>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StreamOptions {
     /// Sent as a bearer token (or the provider's key header); local servers need none.
     pub api_key: Option<String>,
+    /// Output token limit; each API has its own default when absent.
     pub max_tokens: Option<u64>,
     pub thinking: ThinkingLevel,
     /// Extra HTTP headers.
     pub headers: Vec<(String, String)>,
+    /// Retries of requests that fail before the first byte of the response.
+    pub retry: RetryPolicy,
+    /// A response that sends no bytes for this long fails (default 120 s): a hung server must
+    /// never hang the agent.
+    pub idle_timeout: Duration,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            max_tokens: None,
+            thinking: ThinkingLevel::Off,
+            headers: Vec::new(),
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
 }
 
 pub type EventStream = Pin<Box<dyn Stream<Item = crate::StreamEvent> + Send>>;

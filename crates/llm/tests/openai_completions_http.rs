@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use llm::openai_completions::OpenAiCompletions;
 use llm::{
-    Api, AssistantMessage, Context, Message, Model, ModelCost, Provider, StopReason, StreamEvent,
-    StreamOptions, ToolSpec, UserMessage,
+    Api, AssistantMessage, Context, Message, Model, ModelCost, Provider, RetryPolicy, StopReason,
+    StreamEvent, StreamOptions, ToolSpec, UserMessage,
 };
 use mock_llm::{Fault, MockServer, Reply, Script, ScriptUsage};
 use serde_json::json;
@@ -52,8 +52,10 @@ async fn collect(
     server: &MockServer,
     cancel: CancellationToken,
 ) -> (Vec<StreamEvent>, AssistantMessage) {
+    // Retries have their own tests (retries_http.rs): here every failure is final.
     let options = StreamOptions {
         api_key: Some("sk-test".into()),
+        retry: RetryPolicy::none(),
         ..Default::default()
     };
     let mut stream =
@@ -234,12 +236,12 @@ async fn unreachable_servers_are_an_error_event() {
     drop(listener);
     let mut m = model(&serve(vec![]).await);
     m.base_url = format!("http://127.0.0.1:{port}/v1");
-    let mut stream = OpenAiCompletions::default().stream(
-        &m,
-        context(),
-        StreamOptions::default(),
-        CancellationToken::new(),
-    );
+    let options = StreamOptions {
+        retry: RetryPolicy::none(),
+        ..Default::default()
+    };
+    let mut stream =
+        OpenAiCompletions::default().stream(&m, context(), options, CancellationToken::new());
     let Some(StreamEvent::Error { message }) = stream.next().await else {
         panic!()
     };

@@ -4,8 +4,16 @@ use serde_json::{Value, json};
 
 use crate::script::{Reply, chunks};
 
+/// The SSE frames of one streamed reply.
+pub(crate) fn frames(reply: &Reply, request: &Value, seq: usize) -> Vec<String> {
+    payloads(reply, request, seq)
+        .iter()
+        .map(|p| format!("data: {p}\n\n"))
+        .collect()
+}
+
 /// The `data:` payloads of one streamed reply, in order, ending with `[DONE]`.
-pub(crate) fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String> {
+fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String> {
     let id = format!("chatcmpl-mock-{seq}");
     let model = request
         .get("model")
@@ -77,8 +85,10 @@ pub(crate) fn payloads(reply: &Reply, request: &Value, seq: usize) -> Vec<String
 }
 
 /// About four characters a token, like the real tokenizers on English text.
-fn estimate_usage(reply: &Reply, request: &Value) -> crate::ScriptUsage {
-    let request_chars = request.get("messages").map_or(0, |m| m.to_string().len());
+pub(crate) fn estimate_usage(reply: &Reply, request: &Value) -> crate::ScriptUsage {
+    // The conversation is `messages` (chat, Anthropic) or `input` (responses).
+    let conversation = request.get("messages").or_else(|| request.get("input"));
+    let request_chars = conversation.map_or(0, |m| m.to_string().len());
     let reply_chars = reply.text.as_ref().map_or(0, String::len)
         + reply.thinking.as_ref().map_or(0, String::len)
         + reply

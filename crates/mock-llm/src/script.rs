@@ -31,6 +31,8 @@ pub struct Reply {
     /// A captured SSE body served verbatim (in `chunk_size`-byte pieces) instead of the fields
     /// above: replays real servers' streams.
     pub raw_sse: Option<String>,
+    /// Extra response headers (`retry-after` on a 429, say).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for Reply {
@@ -47,6 +49,7 @@ impl Default for Reply {
             fault: None,
             usage: None,
             raw_sse: None,
+            headers: Vec::new(),
         }
     }
 }
@@ -87,7 +90,8 @@ pub enum Fault {
     Drop { after: usize },
     /// Send a data line that is not JSON, then end the stream.
     Malformed { after: usize },
-    /// End the stream cleanly but without its terminal event.
+    /// End the stream cleanly but without its terminal event (`[DONE]`, `response.completed`,
+    /// `message_stop`).
     NoDone,
     /// Stop sending and hold the connection open until the client goes away.
     Stall { after: usize },
@@ -159,6 +163,11 @@ impl Reply {
 
     pub fn with_fault(mut self, fault: Fault) -> Self {
         self.fault = Some(fault);
+        self
+    }
+
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 

@@ -199,10 +199,10 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         .request_count
         .send_modify(|count| *count = (*count).max(seq));
 
-    if !path.ends_with("/chat/completions") {
+    let Some(wire) = WireApi::of_path(&path) else {
         let message = format!("mock-llm: no API at {path}");
         return Ok(json_error(StatusCode::NOT_FOUND, &message));
-    }
+    };
     let Some(reply) = lock(&state.replies).pop_front() else {
         let message = "mock-llm: script exhausted";
         return Ok(json_error(StatusCode::INTERNAL_SERVER_ERROR, message));
@@ -210,20 +210,66 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
     if let Some(status) = reply.status {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = reply.error_body.clone().unwrap_or_default();
-        return Ok(Response::builder()
+        let mut response = Response::builder()
             .status(status)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        for (name, value) in &reply.headers {
+            response = response.header(name, value);
+        }
+        return Ok(response
             .body(full(body))
-            .expect("static response parts are valid"));
+            .unwrap_or_else(|_| json_error(StatusCode::INTERNAL_SERVER_ERROR, "bad header")));
     }
     let frames = match &reply.raw_sse {
         Some(raw) => raw_pieces(raw, reply.chunk_size),
-        None => crate::openai_chat::payloads(&reply, &body, seq)
-            .iter()
-            .map(|p| format!("data: {p}\n\n"))
-            .collect(),
+        None => wire.frames(&reply, &body, seq),
     };
     Ok(sse_response(frames, reply, state))
+}
+
+/// The wire API a request path asks for.
+#[derive(Clone, Copy)]
+enum WireApi {
+    ChatCompletions,
+    Responses,
+    AnthropicMessages,
+}
+
+impl WireApi {
+    fn of_path(path: &str) -> Option<Self> {
+        if path.ends_with("/chat/completions") {
+            Some(Self::ChatCompletions)
+        } else if path.ends_with("/responses") {
+            Some(Self::Responses)
+        } else if path.ends_with("/messages") {
+            Some(Self::AnthropicMessages)
+        } else {
+            None
+        }
+    }
+
+    fn frames(self, reply: &Reply, request: &Value, seq: usize) -> Vec<String> {
+        match self {
+            Self::ChatCompletions => crate::openai_chat::frames(reply, request, seq),
+            Self::Responses => crate::openai_responses::frames(reply, request, seq),
+            Self::AnthropicMessages => crate::anthropic::frames(reply, request, seq),
+        }
+    }
+}
+
+/// The SSE body the server streams for `reply` at `path` (a `…/chat/completions`,
+/// `…/responses` or `…/messages` URL path), without pacing or faults; `None` for other paths.
+/// For benchmarks and for writing fixtures.
+pub fn render_sse(path: &str, reply: &Reply, request: &Value) -> Option<String> {
+    let wire = WireApi::of_path(path)?;
+    Some(wire.frames(reply, request, 1).concat())
+}
+
+/// Whether `frame` is a stream's terminal event, which `Fault::NoDone` leaves out.
+fn is_terminal(frame: &str) -> bool {
+    frame.starts_with("data: [DONE]")
+        || frame.starts_with("event: response.completed")
+        || frame.starts_with("event: message_stop")
 }
 
 fn full(text: impl Into<Bytes>) -> Body {
@@ -298,7 +344,7 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
                 tx.closed().await;
                 return false;
             }
-            Some(Fault::NoDone) if frame.starts_with("data: [DONE]") => return true,
+            Some(Fault::NoDone) if is_terminal(frame) => return true,
             _ => {}
         }
         if reply.delay_ms > 0 {

@@ -1,0 +1,115 @@
+//! One provider for every model: dispatches on the model's wire API and supplies its key.
+
+use std::collections::HashMap;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::anthropic::Anthropic;
+use crate::openai_completions::OpenAiCompletions;
+use crate::openai_responses::OpenAiResponses;
+use crate::{Api, Context, EventStream, Model, Provider, StreamOptions};
+
+/// Routes each call to the client of `model.api`. The API key is, in order: the one in the
+/// call's options, one set with [`with_key`](Self::with_key) for the model's provider, or the
+/// provider's environment variable (see [`api_key_env`]).
+#[derive(Clone, Default)]
+pub struct Router {
+    completions: OpenAiCompletions,
+    responses: OpenAiResponses,
+    anthropic: Anthropic,
+    keys: HashMap<String, String>,
+}
+
+impl Router {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses `key` for every model of `provider` (a key from the user's config).
+    pub fn with_key(mut self, provider: impl Into<String>, key: impl Into<String>) -> Self {
+        self.keys.insert(provider.into(), key.into());
+        self
+    }
+
+    /// The key a call to `provider` would use, looking variables up with `env`.
+    fn key_for(&self, provider: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        self.keys
+            .get(provider)
+            .cloned()
+            .or_else(|| env(&api_key_env(provider)))
+            .filter(|key| !key.is_empty())
+    }
+}
+
+/// The environment variable holding `provider`'s API key: the usual names for the well-known
+/// providers, else the name upper-cased with `_API_KEY` (`my-llm` → `MY_LLM_API_KEY`).
+pub fn api_key_env(provider: &str) -> String {
+    let known = match provider {
+        "openai" => "OPENAI_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "google" | "gemini" => "GEMINI_API_KEY",
+        "deepseek" => "DEEPSEEK_API_KEY",
+        "openrouter" => "OPENROUTER_API_KEY",
+        "groq" => "GROQ_API_KEY",
+        "xai" => "XAI_API_KEY",
+        "mistral" => "MISTRAL_API_KEY",
+        "cerebras" => "CEREBRAS_API_KEY",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_string();
+    }
+    let stem: String = provider
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{stem}_API_KEY")
+}
+
+impl Provider for Router {
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        mut options: StreamOptions,
+        cancel: CancellationToken,
+    ) -> EventStream {
+        if options.api_key.is_none() {
+            options.api_key = self.key_for(&model.provider, |name| std::env::var(name).ok());
+        }
+        match model.api {
+            Api::OpenaiCompletions => self.completions.stream(model, context, options, cancel),
+            Api::OpenaiResponses => self.responses.stream(model, context, options, cancel),
+            Api::AnthropicMessages => self.anthropic.stream(model, context, options, cancel),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_from_config_then_the_environment() {
+        let router = Router::new().with_key("deepseek", "from-config");
+        let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "from-env".to_string());
+        assert_eq!(
+            router.key_for("deepseek", env).as_deref(),
+            Some("from-config")
+        );
+        assert_eq!(router.key_for("openai", env).as_deref(), Some("from-env"));
+        assert_eq!(router.key_for("local", env), None);
+    }
+
+    #[test]
+    fn env_names_follow_convention() {
+        assert_eq!(api_key_env("google"), "GEMINI_API_KEY");
+        assert_eq!(api_key_env("my-llm"), "MY_LLM_API_KEY");
+    }
+}
