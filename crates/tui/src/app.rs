@@ -53,6 +53,8 @@ pub struct App {
     pub expand_tools: bool,
     pub show_thinking: bool,
     pub abort_requested: bool,
+    /// The provider is waiting to retry: what to show, and until when.
+    pub retry: Option<(String, Instant)>,
     /// This run already said it was interrupted.
     interrupted_shown: bool,
     pub should_quit: bool,
@@ -78,6 +80,7 @@ impl App {
             expand_tools: false,
             show_thinking: true,
             abort_requested: false,
+            retry: None,
             interrupted_shown: false,
             should_quit: false,
             dirty: true,
@@ -131,7 +134,10 @@ impl App {
                 self.blocks.clear();
             }
             AgentEvent::MessageUpdate { event } => self.stream(event),
-            AgentEvent::MessageEnd { message } => self.message_end(message),
+            AgentEvent::MessageEnd { message } => {
+                self.retry = None;
+                self.message_end(message);
+            }
             AgentEvent::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
@@ -173,7 +179,17 @@ impl App {
     }
 
     fn stream(&mut self, event: &StreamEvent) {
+        self.retry = None;
         match event {
+            StreamEvent::Retry {
+                attempt,
+                max,
+                delay_ms,
+                reason,
+            } => {
+                let until = Instant::now() + std::time::Duration::from_millis(*delay_ms);
+                self.retry = Some((format!("({attempt}/{max}): {reason}"), until));
+            }
             StreamEvent::TextDelta { index, delta } => {
                 if let CellKind::Assistant(cell) = self.block(*index, new_text_cell) {
                     cell.push(delta);

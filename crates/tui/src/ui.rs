@@ -113,6 +113,16 @@ fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
                 Style::new().fg(Color::DarkGray),
             ),
         ];
+        if let Some((what, until)) = &app.retry {
+            let left = until
+                .saturating_duration_since(std::time::Instant::now())
+                .as_secs_f64()
+                .ceil();
+            spans.push(Span::styled(
+                format!(" · retrying in {left:.0}s {what}"),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
         if app.abort_requested {
             spans.push(Span::styled(" · stopping…", Style::new().fg(Color::Yellow)));
         }

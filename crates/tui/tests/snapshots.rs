@@ -1,0 +1,244 @@
+//! What the user sees, as TestBackend snapshots: every cell type, the queue, popups, narrow and
+//! wide terminals.
+
+use agent_core::{AgentEvent, AgentMessage};
+use llm::{AssistantBuilder, StopReason, StreamEvent, ToolResultMessage, Usage, UserContent};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+use tui::app::App;
+use tui::input::InputState;
+use tui::popup::Popup;
+use tui::status::Status;
+
+fn status() -> Status {
+    Status {
+        model: "gpt-5".into(),
+        thinking: Some(llm::ThinkingLevel::Medium),
+        cwd: "~/src/project".into(),
+        branch: Some("main".into()),
+        context_window: 400_000,
+        ..Status::default()
+    }
+}
+
+/// Draws and returns the screen; the spinner and its clock are pinned so snapshots are stable.
+fn screen(app: &mut App, input: &mut InputState, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| tui::ui::draw(f, app, input)).unwrap();
+    let text = format!("{}", terminal.backend());
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut line = line.to_string();
+        for frame in ["⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"] {
+            line = line.replace(frame, "⠋");
+        }
+        if let Some(at) = line.find("Working (") {
+            let end = line[at..].find("s ·").map_or(line.len(), |e| at + e);
+            line.replace_range(at..end, "Working (0");
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn user(text: &str) -> AgentEvent {
+    AgentEvent::MessageEnd {
+        message: AgentMessage::user(text),
+    }
+}
+
+fn assistant(thinking: Option<&str>, text: &str, usage: Usage) -> Vec<AgentEvent> {
+    let mut b = AssistantBuilder::new("gpt-5", "openai");
+    let mut events = vec![AgentEvent::MessageStart {
+        message: AgentMessage::Assistant(b.snapshot(StopReason::Stop)),
+    }];
+    if let Some(t) = thinking {
+        events.push(AgentEvent::MessageUpdate {
+            event: b.thinking_delta(t),
+        });
+    }
+    events.push(AgentEvent::MessageUpdate {
+        event: b.text_delta(text),
+    });
+    let StreamEvent::Done { mut message } = b.done(StopReason::Stop) else {
+        unreachable!()
+    };
+    message.usage = usage;
+    events.push(AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(message),
+    });
+    events
+}
+
+fn tool(id: &str, name: &str, args: Value, result: Option<(&str, bool, Value)>) -> Vec<AgentEvent> {
+    let mut events = vec![AgentEvent::ToolExecutionStart {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        arguments: args,
+    }];
+    if let Some((text, is_error, details)) = result {
+        events.push(AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.into(),
+            tool_name: name.into(),
+            result: ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: name.into(),
+                content: vec![UserContent::Text { text: text.into() }],
+                details: Some(details),
+                is_error,
+                timestamp: 0,
+            },
+        });
+    }
+    events
+}
+
+fn conversation() -> App {
+    let mut app = App::new(status());
+    let mut events = vec![
+        AgentEvent::AgentStart,
+        user("Fix the failing test and explain."),
+    ];
+    events.extend(assistant(
+        Some("The test compares floats exactly."),
+        "I'll run the tests first.",
+        Usage {
+            input: 12_000,
+            output: 400,
+            cache_read: 30_000,
+            cache_write: 0,
+            cost: 0.0213,
+        },
+    ));
+    events.extend(tool(
+        "c1",
+        "bash",
+        json!({"command": "cargo test"}),
+        Some(("running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... FAILED\nfailures:\n  c: 0.1 + 0.2 != 0.3\ntest result: FAILED", true, json!({"exit_code": 101, "duration_ms": 2300}))),
+    ));
+    events.extend(tool(
+        "c2",
+        "read",
+        json!({"path": "src/lib.rs", "offset": 10, "limit": 20}),
+        Some(("...", false, json!({"first_line": 10, "last_line": 29}))),
+    ));
+    events.extend(tool(
+        "c3",
+        "grep",
+        json!({"pattern": "assert_eq", "path": "src"}),
+        Some(("...", false, json!({"matches": 4, "files": 2}))),
+    ));
+    let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -12,3 +12,3 @@\n fn total() {\n-    assert_eq!(0.1 + 0.2, 0.3);\n+    assert!((0.1 + 0.2 - 0.3).abs() < 1e-9);\n }\n";
+    events.extend(tool(
+        "c4",
+        "edit",
+        json!({"path": "src/lib.rs", "edits": []}),
+        Some((
+            "Edited src/lib.rs: 1 replacement, +1 -1 lines.",
+            false,
+            json!({"diff": diff}),
+        )),
+    ));
+    events.extend(tool(
+        "c5",
+        "find",
+        json!({"pattern": "*.toml"}),
+        Some(("Cannot read x: permission denied.", true, json!({}))),
+    ));
+    events.extend(assistant(
+        None,
+        "## Fixed\n\nThe test compared floats with `==`. Now it checks a **tolerance**:\n\n```rust\nassert!((a - b).abs() < 1e-9);\n```\n\n| test | before | after |\n|---|---|---|\n| c | failed | passes |\n\n1. ran the tests\n2. fixed `total`\n",
+        Usage { input: 500, output: 200, cache_read: 42_000, cache_write: 0, cost: 0.0105 },
+    ));
+    events.push(AgentEvent::MessageEnd {
+        message: AgentMessage::notice("Context compacted: 12 turns summarised."),
+    });
+    events.push(AgentEvent::AgentEnd {
+        messages: Vec::new(),
+    });
+    for event in &events {
+        app.on_event(event);
+    }
+    app
+}
+
+#[test]
+fn a_whole_conversation_wide() {
+    let mut app = conversation();
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 100, 60));
+}
+
+#[test]
+fn a_whole_conversation_narrow() {
+    let mut app = conversation();
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 40, 80));
+}
+
+#[test]
+fn thinking_hidden_and_tools_expanded() {
+    let mut app = conversation();
+    app.show_thinking = false;
+    app.expand_tools = true;
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 70));
+}
+
+#[test]
+fn a_running_command_with_queued_messages() {
+    let mut app = App::new(status());
+    let mut events = vec![AgentEvent::AgentStart, user("Build it")];
+    events.extend(tool(
+        "c1",
+        "bash",
+        json!({"command": "cargo build --release"}),
+        None,
+    ));
+    events.push(AgentEvent::ToolExecutionUpdate {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        partial: agent_core::ToolOutput::text("   Compiling a v0.1.0\n   Compiling b v0.1.0\n   Compiling c v0.1.0\n   Compiling d v0.1.0\n   Compiling e v0.1.0\n   Compiling f v0.1.0\n   Compiling g v0.1.0"),
+    });
+    events.push(AgentEvent::QueueUpdate {
+        steering: vec!["use the dev profile".into()],
+        follow_up: vec!["then run the tests".into()],
+    });
+    for event in &events {
+        app.on_event(event);
+    }
+    app.editor.set_text("and check clippy");
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 20));
+}
+
+#[test]
+fn the_command_popup() {
+    let mut app = App::new(status());
+    app.editor.set_text("/c");
+    let mut input = InputState::default();
+    input.popup = Popup::for_text("/c", &[]);
+    insta::assert_snapshot!(screen(&mut app, &mut input, 80, 14));
+}
+
+#[test]
+fn the_file_popup() {
+    let mut app = App::new(status());
+    app.editor.set_text("explain @mark");
+    let files: Vec<String> = [
+        "src/main.rs",
+        "crates/tui/src/markdown.rs",
+        "docs/marketing.md",
+        "README.md",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut input = InputState::default();
+    input.popup = Popup::for_text("explain @mark", &files);
+    insta::assert_snapshot!(screen(&mut app, &mut input, 80, 14));
+}
+
+#[test]
+fn scrolled_up_shows_how_to_get_back() {
+    let mut app = conversation();
+    app.scroll = 10;
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 16));
+}
