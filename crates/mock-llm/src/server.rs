@@ -48,6 +48,8 @@ struct State {
     request_count: watch::Sender<usize>,
     /// Number of streams whose client went away before the stream ended.
     disconnects: watch::Sender<usize>,
+    /// When each complete stream's last frame was taken by the connection.
+    stream_ends: Mutex<Vec<std::time::Instant>>,
 }
 
 /// A running mock server; stops accepting connections when dropped.
@@ -77,6 +79,7 @@ impl MockServer {
             requests: Mutex::new(Vec::new()),
             request_count: watch::channel(0).0,
             disconnects: watch::channel(0).0,
+            stream_ends: Mutex::new(Vec::new()),
         });
         let accept_state = state.clone();
         let accept = tokio::spawn(async move {
@@ -134,6 +137,11 @@ impl MockServer {
             .await
             .map_err(|seen| format!("expected {n} requests within {timeout:?}, got {seen}"))?;
         Ok(self.requests())
+    }
+
+    /// When each stream that ran to its end handed over its last frame (for latency benchmarks).
+    pub fn stream_end_times(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.stream_ends).clone()
     }
 
     /// Streams whose client disconnected before the stream ended.
@@ -309,7 +317,13 @@ fn sse_response(frames: Vec<String>, reply: Reply, state: Arc<State>) -> Respons
     tokio::spawn(async move {
         if !stream_frames(&tx, &frames, &reply).await {
             state.disconnects.send_modify(|n| *n += 1);
+            return;
         }
+        // The connection has taken every frame once the channel is empty again.
+        while tx.capacity() < tx.max_capacity() && !tx.is_closed() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        lock(&state.stream_ends).push(std::time::Instant::now());
     });
     let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
     Response::builder()
@@ -328,7 +342,7 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
                 // Let hyper take and write the frames before it, then cut: an error frame
                 // makes hyper close the connection without ending the body.
                 while tx.capacity() < tx.max_capacity() && !tx.is_closed() {
-                    tokio::task::yield_now().await;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let dropped = std::io::Error::other("mock-llm: dropped");
