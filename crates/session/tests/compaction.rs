@@ -126,7 +126,7 @@ fn cuts_keep_pairs_and_the_recent_tokens() {
             .iter()
             .map(session::compaction::estimate_message_tokens)
             .sum();
-        assert!(kept >= keep as u64, "kept {kept} < {keep}");
+        assert!(kept >= keep, "kept {kept} < {keep}");
     }
     // Too little history to keep that much: no cut.
     assert_eq!(find_cut(&messages[..3], 100_000), None);
@@ -211,7 +211,9 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     let provider = Scripted::new(vec![Ok("## Goal\nsummary text"), Ok("answer")]);
     let m = model(150_000);
     let mut config = AgentConfig::new(m.clone(), provider.clone());
-    config.messages = long_history(6);
+    // Built once: its user messages carry the time they were made.
+    let history = long_history(6);
+    config.messages = history.clone();
     config.compactor = Some(Arc::new(SessionCompactor {
         provider: provider.clone(),
         options: StreamOptions::default(),
@@ -220,7 +222,7 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     let agent = Agent::spawn(config);
     // A resumed session's writer knows the ids of the history it starts from.
     let mut writer = SessionWriter::create(&home, tmp.path(), &m, ThinkingLevel::Off);
-    for message in long_history(6) {
+    for message in history {
         writer.record(&AgentEvent::MessageEnd { message }).unwrap();
     }
     let recorder = writer.spawn_recorder(agent.subscribe());
