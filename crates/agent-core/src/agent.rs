@@ -12,9 +12,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::balance::Balance;
+use crate::compaction::{self, compact_history};
 use crate::queue::Queue;
 use crate::run::{Internal, LoopIo, RunContext, run_loop};
-use crate::{AgentEvent, AgentMessage, Hooks, NoHooks, QueueMode, Tool};
+use crate::{
+    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, Compactor, Hooks, NoHooks,
+    QueueMode, Tool,
+};
 
 /// How an agent starts.
 pub struct AgentConfig {
@@ -30,6 +34,8 @@ pub struct AgentConfig {
     pub follow_up_mode: QueueMode,
     /// History to start from (a resumed session).
     pub messages: Vec<AgentMessage>,
+    /// Summarises old history when the context nears the window; none: never compact.
+    pub compactor: Option<Arc<dyn Compactor>>,
 }
 
 impl AgentConfig {
@@ -45,6 +51,7 @@ impl AgentConfig {
             steering_mode: QueueMode::All,
             follow_up_mode: QueueMode::All,
             messages: Vec::new(),
+            compactor: None,
         }
     }
 }
@@ -55,6 +62,8 @@ pub enum AgentError {
     Busy,
     /// `continue_run` found no queued message and a history that ends with the model's answer.
     NothingToContinue,
+    /// `compact` found no compactor configured or nothing old enough to summarise.
+    NothingToCompact,
     /// The agent task is gone.
     Stopped,
 }
@@ -64,6 +73,7 @@ impl std::fmt::Display for AgentError {
         f.write_str(match self {
             Self::Busy => "the agent is already running",
             Self::NothingToContinue => "there is nothing to continue from",
+            Self::NothingToCompact => "there is nothing to compact",
             Self::Stopped => "the agent has stopped",
         })
     }
@@ -87,6 +97,7 @@ type Reply<T> = oneshot::Sender<T>;
 enum Command {
     Prompt(Vec<AgentMessage>, Reply<Result<(), AgentError>>),
     Continue(Reply<Result<(), AgentError>>),
+    Compact(Option<String>, Reply<Result<(), AgentError>>),
     Steer(AgentMessage),
     FollowUp(AgentMessage),
     Abort,
@@ -134,6 +145,7 @@ impl Agent {
             idle_waiters: Vec::new(),
             internal_tx,
             handles_alive: true,
+            compactor: config.compactor,
         };
         tokio::spawn(owner.serve(rx, internal_rx));
         Self { tx }
@@ -162,6 +174,15 @@ impl Agent {
     /// (after an abort or a failed request).
     pub async fn continue_run(&self) -> Result<(), AgentError> {
         self.ask(Command::Continue).await.and_then(|r| r)
+    }
+
+    /// Summarises the older history now (`/compact`), with optional extra instructions for the
+    /// summary. Runs like a run: `Busy` while one is in progress, `abort` stops it, and the
+    /// outcome arrives as `compaction_start` / `compaction_end` events; `wait_idle` waits for it.
+    pub async fn compact(&self, instructions: Option<String>) -> Result<(), AgentError> {
+        self.ask(|reply| Command::Compact(instructions, reply))
+            .await
+            .and_then(|r| r)
     }
 
     /// Queues a message for the next model call of the current run (after the running tools).
@@ -241,6 +262,7 @@ struct Owner {
     internal_tx: mpsc::UnboundedSender<Internal>,
     /// False once every `Agent` handle is gone: finish the run, start no other.
     handles_alive: bool,
+    compactor: Option<Arc<dyn Compactor>>,
 }
 
 impl Owner {
@@ -282,6 +304,9 @@ impl Owner {
             }
             Command::Continue(reply) => {
                 let _ = reply.send(self.continue_run());
+            }
+            Command::Compact(instructions, reply) => {
+                let _ = reply.send(self.start_compaction(instructions));
             }
             Command::Steer(message) => {
                 self.steering.messages.push_back(message);
@@ -356,6 +381,49 @@ impl Owner {
             return Err(AgentError::NothingToContinue);
         }
         self.start_run(Vec::new());
+        Ok(())
+    }
+
+    /// A manual compaction runs as a run without turns, so `Busy`, `abort` and `wait_idle`
+    /// work on it unchanged.
+    fn start_compaction(&mut self, instructions: Option<String>) -> Result<(), AgentError> {
+        if self.run.is_some() {
+            return Err(AgentError::Busy);
+        }
+        let Some(compactor) = self.compactor.clone() else {
+            return Err(AgentError::NothingToCompact);
+        };
+        let planned = compactor.plan(&self.messages, &self.model, CompactReason::Manual);
+        if !planned.is_some_and(|k| k > 0 && k <= self.messages.len()) {
+            return Err(AgentError::NothingToCompact);
+        }
+        let cancel = CancellationToken::new();
+        let mut messages = self.messages.clone();
+        let model = self.model.clone();
+        let tx = self.internal_tx.clone();
+        let token = cancel.clone();
+        let done = tx.clone();
+        let compaction = async move {
+            let emit = |event| {
+                let _ = tx.send(Internal::Event(event));
+            };
+            compact_history(
+                compactor.as_ref(),
+                &mut messages,
+                &model,
+                CompactReason::Manual,
+                instructions.as_deref(),
+                &token,
+                emit,
+            )
+            .await;
+        };
+        tokio::spawn(async move {
+            // A panicking compactor still reports back; the balance closes its events.
+            let _ = tokio::spawn(compaction).await;
+            let _ = done.send(Internal::Finished { drained: false });
+        });
+        self.run = Some(ActiveRun { cancel });
         Ok(())
     }
 
@@ -445,6 +513,7 @@ impl Owner {
             provider: self.provider.clone(),
             hooks: self.hooks.clone(),
             stream_options: self.stream_options.clone(),
+            compactor: self.compactor.clone(),
         };
         let io = LoopIo {
             tx: self.internal_tx.clone(),
@@ -463,8 +532,13 @@ impl Owner {
 
     /// Mirrors the history and hands the event to every subscriber.
     fn deliver(&mut self, event: AgentEvent) {
-        if let AgentEvent::MessageEnd { message } = &event {
-            self.messages.push(message.clone());
+        match &event {
+            AgentEvent::MessageEnd { message } => self.messages.push(message.clone()),
+            AgentEvent::CompactionEnd {
+                outcome: CompactionOutcome::Compacted { summary, replaced },
+                ..
+            } => compaction::apply(&mut self.messages, summary, *replaced),
+            _ => {}
         }
         self.subscribers.retain(|s| s.send(event.clone()).is_ok());
     }

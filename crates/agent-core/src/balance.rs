@@ -8,7 +8,7 @@
 use llm::{AssistantMessage, StopReason};
 
 use crate::run::synthetic_results;
-use crate::{AgentEvent, AgentMessage};
+use crate::{AgentEvent, AgentMessage, CompactReason, CompactionOutcome};
 
 #[derive(Default)]
 pub(crate) struct Balance {
@@ -17,6 +17,7 @@ pub(crate) struct Balance {
     message: Option<AgentMessage>,
     tools: Vec<(String, String)>,
     added: Vec<AgentMessage>,
+    compacting: Option<CompactReason>,
 }
 
 impl Balance {
@@ -44,6 +45,8 @@ impl Balance {
             }
             AgentEvent::TurnEnd { .. } => self.turn = false,
             AgentEvent::AgentEnd { .. } => self.agent = false,
+            AgentEvent::CompactionStart { reason } => self.compacting = Some(*reason),
+            AgentEvent::CompactionEnd { .. } => self.compacting = None,
             AgentEvent::MessageUpdate { .. }
             | AgentEvent::ToolExecutionUpdate { .. }
             | AgentEvent::QueueUpdate { .. } => {}
@@ -54,6 +57,15 @@ impl Balance {
     pub fn close(&mut self, history: &[AgentMessage]) -> Vec<AgentEvent> {
         let reason = "the agent loop stopped unexpectedly";
         let mut out = Vec::new();
+        // A compaction cut short changed nothing; say so, in or outside a run.
+        if let Some(compacting) = self.compacting.take() {
+            out.push(AgentEvent::CompactionEnd {
+                reason: compacting,
+                outcome: CompactionOutcome::Failed {
+                    error: reason.to_string(),
+                },
+            });
+        }
         if !self.agent {
             return out;
         }

@@ -4,7 +4,7 @@ use llm::{AssistantMessage, StreamEvent, ToolResultMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AgentMessage, ToolOutput};
+use crate::{AgentMessage, CompactReason, CompactionOutcome, ToolOutput};
 
 /// One lifecycle event. Every `*_start` is followed by its `*_end`, whatever fails, and a run
 /// always ends with exactly one `AgentEnd`.
@@ -45,6 +45,16 @@ pub enum AgentEvent {
     /// The run is over; `messages` are the ones it added to the history.
     AgentEnd {
         messages: Vec<AgentMessage>,
+    },
+    /// A compaction began: the history is being summarised.
+    CompactionStart {
+        reason: CompactReason,
+    },
+    /// A compaction ended. When compacted, every reader of the history replaces
+    /// `messages[..replaced]` by one `CompactionSummary` message; on failure nothing changed.
+    CompactionEnd {
+        reason: CompactReason,
+        outcome: CompactionOutcome,
     },
     /// The steering or follow-up queue changed; previews of what is still queued.
     QueueUpdate {

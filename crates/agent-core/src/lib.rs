@@ -8,6 +8,7 @@
 
 mod agent;
 mod balance;
+mod compaction;
 mod event;
 mod hooks;
 mod message;
@@ -18,9 +19,10 @@ mod tool_exec;
 mod validate;
 
 pub use agent::{Agent, AgentConfig, AgentError, AgentSnapshot};
+pub use compaction::{CompactReason, CompactionOutcome, Compactor, is_context_overflow};
 pub use event::AgentEvent;
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
-pub use message::{AgentMessage, Notice, default_convert_to_llm};
+pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use queue::QueueMode;
 pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
 pub use validate::validate_arguments;

@@ -15,8 +15,11 @@ use llm::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::compact_history;
 use crate::tool_exec::execute_tool_calls;
-use crate::{AgentEvent, AgentMessage, Hooks, Tool, TurnInfo};
+use crate::{
+    AgentEvent, AgentMessage, CompactReason, Compactor, Hooks, Tool, TurnInfo, is_context_overflow,
+};
 
 /// What a run sends to its agent.
 pub(crate) enum Internal {
@@ -75,6 +78,27 @@ pub(crate) struct RunContext {
     pub provider: Arc<dyn Provider>,
     pub hooks: Arc<dyn Hooks>,
     pub stream_options: StreamOptions,
+    pub compactor: Option<Arc<dyn Compactor>>,
+}
+
+impl RunContext {
+    /// Lets the compactor shorten the history; true when it did.
+    async fn compact(&mut self, reason: CompactReason, io: &LoopIo) -> bool {
+        let Some(compactor) = self.compactor.clone() else {
+            return false;
+        };
+        let emit = |event| io.emit(event);
+        compact_history(
+            compactor.as_ref(),
+            &mut self.messages,
+            &self.model,
+            reason,
+            None,
+            &io.cancel,
+            emit,
+        )
+        .await
+    }
 }
 
 /// Runs until the model stops and no queued message is left, or until abort or error.
@@ -91,6 +115,8 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
     }
     let mut pending = io.take(Internal::TakeSteering).await;
     let mut drained = false;
+    // A context-overflow error earns one compaction and one retry per run, not a loop.
+    let mut overflow_retried = false;
 
     'outer: loop {
         let mut first = true;
@@ -121,6 +147,9 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
                 io.emit_message(&message);
                 ctx.messages.push(message);
             }
+            // Before every model call, not only between runs: one long run of tool calls can
+            // outgrow the window on its own.
+            ctx.compact(CompactReason::Threshold, &io).await;
 
             let assistant = stream_assistant(&ctx, &io).await;
             ctx.messages
@@ -160,6 +189,18 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
                 assistant.stop_reason,
                 StopReason::Error | StopReason::Aborted
             );
+            if failed
+                && !overflow_retried
+                && !io.cancel.is_cancelled()
+                && is_context_overflow(&assistant)
+            {
+                overflow_retried = true;
+                if ctx.compact(CompactReason::Overflow, &io).await {
+                    // The failed answer is empty; providers drop it from the retried request.
+                    first = true;
+                    continue;
+                }
+            }
             if failed || io.cancel.is_cancelled() {
                 break 'outer;
             }

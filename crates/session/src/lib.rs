@@ -1,3 +1,31 @@
-//! JSONL session store, resume, project context files, system prompt and compaction.
+//! Sessions: the JSONL store and resume, project context files, the system prompt, and
+//! compaction.
 //!
-//! Not built yet: this crate is empty until the sessions issue lands; nothing is saved today.
+//! - [`Home`] finds `$CODING_AGENT_HOME` (default `~/.coding-agent`).
+//! - [`SessionWriter`] appends one entry per finished message to
+//!   `sessions/<cwd-slug>/<timestamp>_<id>.jsonl`; [`load_session`] rebuilds the exact history
+//!   (compactions applied), skipping damaged lines with a warning; [`list_sessions`],
+//!   [`latest_session`] and [`find_session`] serve `--continue`, `--resume` and `--session`.
+//! - [`project_context`] gathers `AGENTS.md` / `CLAUDE.md`; [`SystemPrompt`] renders the prompt
+//!   once per session.
+//! - [`compaction`] decides when and where to cut and asks the model for a summary;
+//!   [`SessionCompactor`] plugs that into the agent loop.
+
+pub mod compaction;
+mod context;
+mod entry;
+mod home;
+mod ids;
+mod list;
+mod load;
+mod prompt;
+mod writer;
+
+pub use compaction::{CompactionSettings, SessionCompactor};
+pub use context::{CONTEXT_LIMIT, ProjectContext, project_context, repository_root};
+pub use entry::{Entry, EntryBody, FORMAT_VERSION, SessionHeader};
+pub use home::Home;
+pub use list::{SessionInfo, find_session, latest_session, list_sessions};
+pub use load::{LoadedSession, load_session};
+pub use prompt::{PromptInputs, SystemPrompt};
+pub use writer::SessionWriter;

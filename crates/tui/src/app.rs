@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use agent_core::{AgentEvent, AgentMessage};
+use agent_core::{AgentEvent, AgentMessage, CompactionOutcome};
 use llm::{AssistantContent, StopReason, StreamEvent, ToolResultMessage, UserContent};
 use serde_json::Value;
 
@@ -53,6 +53,8 @@ pub struct App {
     pub expand_tools: bool,
     pub show_thinking: bool,
     pub abort_requested: bool,
+    /// A compaction is summarising the history.
+    pub compacting: bool,
     /// The provider is waiting to retry: what to show, and until when.
     pub retry: Option<(String, Instant)>,
     /// This run already said it was interrupted.
@@ -80,6 +82,7 @@ impl App {
             expand_tools: false,
             show_thinking: true,
             abort_requested: false,
+            compacting: false,
             retry: None,
             interrupted_shown: false,
             should_quit: false,
@@ -170,6 +173,22 @@ impl App {
             } => {
                 self.steering = steering.clone();
                 self.follow_up = follow_up.clone();
+            }
+            AgentEvent::CompactionStart { .. } => self.compacting = true,
+            AgentEvent::CompactionEnd { outcome, .. } => {
+                self.compacting = false;
+                let cell = match outcome {
+                    CompactionOutcome::Compacted { summary, replaced } => {
+                        CellKind::Notice(format!(
+                            "Context compacted: {replaced} messages ({} tokens) summarised.",
+                            crate::status::tokens(summary.tokens_before)
+                        ))
+                    }
+                    CompactionOutcome::Failed { error } => CellKind::Error(format!(
+                        "Compaction failed, the history is unchanged: {error}"
+                    )),
+                };
+                self.push_cell(cell);
             }
             AgentEvent::TurnStart
             | AgentEvent::TurnEnd { .. }
@@ -269,6 +288,10 @@ impl App {
             AgentMessage::ToolResult(result) => self.tool_result(&result.tool_call_id, result),
             AgentMessage::Notice(notice) => {
                 self.push_cell(CellKind::Notice(notice.text.clone()));
+            }
+            AgentMessage::CompactionSummary(summary) => {
+                let text = format!("Summary of the earlier conversation:\n{}", summary.summary);
+                self.push_cell(CellKind::Notice(text));
             }
         }
     }

@@ -113,6 +113,12 @@ fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
                 Style::new().fg(Color::DarkGray),
             ),
         ];
+        if app.compacting {
+            spans.push(Span::styled(
+                " · compacting the context…",
+                Style::new().fg(Color::Yellow),
+            ));
+        }
         if let Some((what, until)) = &app.retry {
             let left = until
                 .saturating_duration_since(std::time::Instant::now())

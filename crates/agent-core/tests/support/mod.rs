@@ -460,6 +460,7 @@ pub fn role(message: &AgentMessage) -> &'static str {
         AgentMessage::Assistant(_) => "assistant",
         AgentMessage::ToolResult(_) => "tool_result",
         AgentMessage::Notice(_) => "notice",
+        AgentMessage::CompactionSummary(_) => "compaction_summary",
     }
 }
 
@@ -541,7 +542,9 @@ pub fn assert_balanced(events: &[AgentEvent]) {
                     .expect("end of a started tool");
                 tools.remove(pos);
             }
-            AgentEvent::QueueUpdate { .. } => {}
+            AgentEvent::QueueUpdate { .. }
+            | AgentEvent::CompactionStart { .. }
+            | AgentEvent::CompactionEnd { .. } => {}
         }
     }
     assert_eq!((agent, turn, message), (0, 0, 0), "sequence left open");

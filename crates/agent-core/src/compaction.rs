@@ -1,0 +1,176 @@
+//! The loop's side of compaction: when to ask, and how a compaction changes the history.
+//!
+//! The loop does not know how to summarise; a host plugs in a [`Compactor`] (the `session`
+//! crate has one). The loop asks it before every model call, once more after a
+//! context-overflow error, and when the user asks (`Agent::compact`).
+
+use async_trait::async_trait;
+use llm::{AssistantMessage, Model, StopReason};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::{AgentEvent, AgentMessage, CompactionSummary};
+
+/// Why a compaction was attempted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The context neared the model's window before a model call.
+    Threshold,
+    /// The provider rejected the request as too long.
+    Overflow,
+    /// The user asked for it.
+    Manual,
+}
+
+/// How a compaction attempt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    /// `messages[..replaced]` were replaced by one `CompactionSummary` message.
+    Compacted {
+        summary: CompactionSummary,
+        replaced: usize,
+    },
+    /// The history was left as it was.
+    Failed { error: String },
+}
+
+/// Summarises older history so the context fits the model's window.
+#[async_trait]
+pub trait Compactor: Send + Sync + 'static {
+    /// Where to cut: `Some(keep_from)` to replace `messages[..keep_from]` by a summary, `None`
+    /// to leave the history alone. Runs before every model call, so it must be cheap.
+    /// With `Overflow` or `Manual` it should cut whenever there is anything to summarise.
+    fn plan(
+        &self,
+        messages: &[AgentMessage],
+        model: &Model,
+        reason: CompactReason,
+    ) -> Option<usize>;
+
+    /// Summarises `messages[..keep_from]`. An error (or cancellation) leaves the history
+    /// untouched.
+    async fn summarize(
+        &self,
+        messages: &[AgentMessage],
+        keep_from: usize,
+        model: &Model,
+        instructions: Option<&str>,
+        cancel: CancellationToken,
+    ) -> Result<CompactionSummary, String>;
+}
+
+/// Replaces `messages[..replaced]` by the summary; the same edit on the run's copy and on the
+/// agent's mirror keeps them equal.
+pub(crate) fn apply(
+    messages: &mut Vec<AgentMessage>,
+    summary: &CompactionSummary,
+    replaced: usize,
+) {
+    let replaced = replaced.min(messages.len());
+    messages.splice(
+        ..replaced,
+        [AgentMessage::CompactionSummary(summary.clone())],
+    );
+}
+
+/// Whether a failed request failed because the prompt did not fit the model's window. Providers
+/// say so only in prose, so this matches the phrasings of the common servers.
+pub fn is_context_overflow(message: &AssistantMessage) -> bool {
+    if message.stop_reason != StopReason::Error {
+        return false;
+    }
+    let Some(error) = &message.error_message else {
+        return false;
+    };
+    let error = error.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "maximum context",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the context",
+        "exceed_context_size",
+        "input is too long",
+    ]
+    .iter()
+    .any(|needle| error.contains(needle))
+}
+
+/// Compacts `messages` in place if the compactor plans a cut, emitting `compaction_start` and
+/// `compaction_end`. Returns true when the history was compacted; on failure it is unchanged.
+pub(crate) async fn compact_history(
+    compactor: &dyn Compactor,
+    messages: &mut Vec<AgentMessage>,
+    model: &Model,
+    reason: CompactReason,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
+    emit: impl Fn(AgentEvent),
+) -> bool {
+    let Some(keep_from) = compactor
+        .plan(messages, model, reason)
+        .filter(|&k| k > 0 && k <= messages.len())
+    else {
+        return false;
+    };
+    emit(AgentEvent::CompactionStart { reason });
+    let summarize = compactor.summarize(
+        messages,
+        keep_from,
+        model,
+        instructions,
+        cancel.child_token(),
+    );
+    let result = tokio::select! {
+        result = summarize => result,
+        _ = cancel.cancelled() => Err("compaction was aborted".to_string()),
+    };
+    let outcome = match result {
+        Ok(summary) => {
+            apply(messages, &summary, keep_from);
+            CompactionOutcome::Compacted {
+                summary,
+                replaced: keep_from,
+            }
+        }
+        Err(error) => CompactionOutcome::Failed { error },
+    };
+    let compacted = matches!(outcome, CompactionOutcome::Compacted { .. });
+    emit(AgentEvent::CompactionEnd { reason, outcome });
+    compacted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_phrasings_are_recognised() {
+        let mut m = AssistantMessage::empty("m", "p");
+        m.stop_reason = StopReason::Error;
+        m.error_message =
+            Some("400 Bad Request: This model's maximum context length is 8192 tokens".into());
+        assert!(is_context_overflow(&m));
+        m.error_message = Some("500: script exhausted".into());
+        assert!(!is_context_overflow(&m));
+    }
+
+    #[test]
+    fn apply_replaces_the_prefix() {
+        let mut messages: Vec<AgentMessage> =
+            (0..4).map(|i| AgentMessage::user(i.to_string())).collect();
+        let summary = CompactionSummary {
+            summary: "s".into(),
+            tokens_before: 9,
+            timestamp: 1,
+        };
+        apply(&mut messages, &summary, 3);
+        assert_eq!(messages.len(), 2);
+        assert!(matches!(messages[0], AgentMessage::CompactionSummary(_)));
+        assert_eq!(messages[1].preview(), "3");
+    }
+}

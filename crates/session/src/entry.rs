@@ -1,0 +1,260 @@
+//! The lines of a session file: a header, then one entry per line.
+//!
+//! ```text
+//! {"type":"session","version":1,"id":"…","cwd":"/repo","created":"2025-…Z","provider":"openai","model":"gpt-5","thinking":"off"}
+//! {"type":"message","id":"a1b2c3d4","parent_id":null,"timestamp":"2025-…Z","message":{"role":"user",…}}
+//! {"type":"model_change","id":"…","parent_id":"a1b2c3d4","timestamp":"…","provider":"…","model":"…"}
+//! {"type":"thinking_change","id":"…","parent_id":"…","timestamp":"…","level":"high"}
+//! {"type":"compaction","id":"…","parent_id":"…","timestamp":"…","summary":{…},"first_kept_id":"…"}
+//! ```
+//!
+//! Every entry names its parent, so a later fork or branch needs no format change; today the
+//! entries form one chain in file order.
+
+use agent_core::{AgentMessage, CompactionSummary};
+use llm::ThinkingLevel;
+use serde::{Deserialize, Serialize};
+
+/// Version written in new headers; files of a newer version still load what they can.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The first line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionHeader {
+    #[serde(rename = "type")]
+    pub kind: HeaderTag,
+    pub version: u32,
+    pub id: String,
+    /// The working directory the session ran in.
+    pub cwd: String,
+    /// RFC 3339 UTC; its date is the one the system prompt shows for the whole session.
+    pub created: String,
+    pub provider: String,
+    pub model: String,
+    #[serde(default)]
+    pub thinking: ThinkingLevel,
+}
+
+/// The `"type": "session"` tag of the header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderTag {
+    #[default]
+    Session,
+}
+
+/// One entry after the header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub parent_id: Option<String>,
+    /// RFC 3339 UTC, when the entry was written.
+    pub timestamp: String,
+    pub body: EntryBody,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryBody {
+    Message(AgentMessage),
+    ModelChange {
+        provider: String,
+        model: String,
+    },
+    ThinkingChange(ThinkingLevel),
+    /// The messages before `first_kept_id` were replaced by `summary`.
+    Compaction {
+        summary: CompactionSummary,
+        first_kept_id: Option<String>,
+    },
+}
+
+/// The serde shape of an entry: the tag first, so a reader can tell a message line by its
+/// first bytes.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Wire {
+    Message {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        message: AgentMessage,
+    },
+    ModelChange {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        provider: String,
+        model: String,
+    },
+    ThinkingChange {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        level: ThinkingLevel,
+    },
+    Compaction {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        summary: CompactionSummary,
+        first_kept_id: Option<String>,
+    },
+}
+
+/// [`Wire`] borrowed, so writing an entry copies nothing.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireRef<'a> {
+    Message {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        message: &'a AgentMessage,
+    },
+    ModelChange {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        provider: &'a str,
+        model: &'a str,
+    },
+    ThinkingChange {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        level: ThinkingLevel,
+    },
+    Compaction {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        summary: &'a CompactionSummary,
+        first_kept_id: Option<&'a str>,
+    },
+}
+
+/// A message line read without the tagged-enum detour: the common case, and the one that
+/// decides how fast a long session loads.
+#[derive(Deserialize)]
+struct MessageLine {
+    id: String,
+    parent_id: Option<String>,
+    timestamp: String,
+    message: AgentMessage,
+}
+
+const MESSAGE_PREFIX: &str = r#"{"type":"message","#;
+
+impl Entry {
+    /// The entry as one JSON line, without the newline.
+    pub fn to_json(&self) -> String {
+        let (id, parent_id, timestamp) = (
+            self.id.as_str(),
+            self.parent_id.as_deref(),
+            self.timestamp.as_str(),
+        );
+        let wire = match &self.body {
+            EntryBody::Message(message) => WireRef::Message {
+                id,
+                parent_id,
+                timestamp,
+                message,
+            },
+            EntryBody::ModelChange { provider, model } => WireRef::ModelChange {
+                id,
+                parent_id,
+                timestamp,
+                provider,
+                model,
+            },
+            EntryBody::ThinkingChange(level) => WireRef::ThinkingChange {
+                id,
+                parent_id,
+                timestamp,
+                level: *level,
+            },
+            EntryBody::Compaction {
+                summary,
+                first_kept_id,
+            } => WireRef::Compaction {
+                id,
+                parent_id,
+                timestamp,
+                summary,
+                first_kept_id: first_kept_id.as_deref(),
+            },
+        };
+        // Plain data with string keys: serialising cannot fail.
+        serde_json::to_string(&wire).unwrap_or_default()
+    }
+
+    /// Parses one line; the error is a readable reason for the load warning.
+    pub fn from_json(line: &str) -> Result<Self, String> {
+        if line.starts_with(MESSAGE_PREFIX) {
+            let m: MessageLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            return Ok(Self {
+                id: m.id,
+                parent_id: m.parent_id,
+                timestamp: m.timestamp,
+                body: EntryBody::Message(m.message),
+            });
+        }
+        let wire: Wire = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        Ok(match wire {
+            Wire::Message {
+                id,
+                parent_id,
+                timestamp,
+                message,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Message(message),
+            },
+            Wire::ModelChange {
+                id,
+                parent_id,
+                timestamp,
+                provider,
+                model,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::ModelChange { provider, model },
+            },
+            Wire::ThinkingChange {
+                id,
+                parent_id,
+                timestamp,
+                level,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::ThinkingChange(level),
+            },
+            Wire::Compaction {
+                id,
+                parent_id,
+                timestamp,
+                summary,
+                first_kept_id,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Compaction {
+                    summary,
+                    first_kept_id,
+                },
+            },
+        })
+    }
+}
+
+/// Whether a raw line is a message entry (for counting without parsing).
+pub(crate) fn is_message_line(line: &[u8]) -> bool {
+    line.starts_with(MESSAGE_PREFIX.as_bytes())
+}

@@ -1,0 +1,166 @@
+//! Finding sessions: all of a working directory's, the latest, or one by path or id prefix.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use agent_core::AgentMessage;
+
+use crate::Home;
+use crate::entry::{Entry, EntryBody, SessionHeader, is_message_line};
+
+/// One line of a `--resume` picker.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub path: PathBuf,
+    pub id: String,
+    pub cwd: String,
+    /// RFC 3339 UTC.
+    pub created: String,
+    pub modified: SystemTime,
+    /// The first user message, on one line (empty when there is none).
+    pub first_prompt: String,
+    pub message_count: usize,
+    pub size: u64,
+}
+
+/// The sessions of `cwd`, most recently written first. Unreadable files are left out.
+pub fn list_sessions(home: &Home, cwd: &Path) -> Vec<SessionInfo> {
+    let mut sessions: Vec<SessionInfo> = session_files(&home.sessions_dir_for(cwd))
+        .iter()
+        .filter_map(|path| describe(path).ok())
+        .collect();
+    sessions.sort_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| b.path.cmp(&a.path))
+    });
+    sessions
+}
+
+/// The most recently written session of `cwd` (`--continue`).
+pub fn latest_session(home: &Home, cwd: &Path) -> Option<SessionInfo> {
+    list_sessions(home, cwd).into_iter().next()
+}
+
+/// A session named by a path to its file or by a prefix of its id (`--session`). Ids are
+/// looked up in `cwd`'s sessions first, then in every directory's.
+pub fn find_session(home: &Home, cwd: &Path, query: &str) -> io::Result<PathBuf> {
+    let as_path = Path::new(query);
+    if as_path.is_file() {
+        return Ok(as_path.to_path_buf());
+    }
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "empty session id",
+        ));
+    }
+    let own = session_files(&home.sessions_dir_for(cwd));
+    let mut matches = matching(&own, query);
+    if matches.is_empty() {
+        let all: Vec<PathBuf> = read_dir_sorted(&home.sessions_dir())
+            .iter()
+            .flat_map(|dir| session_files(dir))
+            .collect();
+        matches = matching(&all, query);
+    }
+    match matches.len() {
+        0 => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no session file or session id starting with `{query}`"),
+        )),
+        1 => Ok(matches.remove(0)),
+        n => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{n} sessions have ids starting with `{query}`; give more of the id"),
+        )),
+    }
+}
+
+fn matching(files: &[PathBuf], prefix: &str) -> Vec<PathBuf> {
+    files
+        .iter()
+        .filter(|path| id_of(path).is_some_and(|id| id.starts_with(prefix)))
+        .cloned()
+        .collect()
+}
+
+/// The id part of `<timestamp>_<id>.jsonl`.
+fn id_of(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_string_lossy();
+    Some(stem.rsplit_once('_')?.1.to_string())
+}
+
+fn read_dir_sorted(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    paths.sort();
+    paths
+}
+
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    read_dir_sorted(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
+        .collect()
+}
+
+/// Reads what a picker shows, parsing only the header and the first user message: counting
+/// the rest needs no JSON parsing, so even a huge session lists quickly.
+fn describe(path: &Path) -> io::Result<SessionInfo> {
+    let metadata = std::fs::metadata(path)?;
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line)?;
+    let header: Option<SessionHeader> = serde_json::from_slice(&line).ok();
+    let mut first_prompt = None;
+    let mut message_count = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if !is_message_line(&line) {
+            continue;
+        }
+        message_count += 1;
+        if first_prompt.is_none() {
+            let Ok(text) = std::str::from_utf8(&line) else {
+                continue;
+            };
+            if let Ok(Entry {
+                body: EntryBody::Message(AgentMessage::User(user)),
+                ..
+            }) = Entry::from_json(text.trim_end())
+            {
+                first_prompt = Some(one_line(&user.plain_text()));
+            }
+        }
+    }
+    Ok(SessionInfo {
+        id: header
+            .as_ref()
+            .map(|h| h.id.clone())
+            .or_else(|| id_of(path))
+            .unwrap_or_default(),
+        cwd: header.as_ref().map(|h| h.cwd.clone()).unwrap_or_default(),
+        created: header.map(|h| h.created).unwrap_or_default(),
+        path: path.to_path_buf(),
+        modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        first_prompt: first_prompt.unwrap_or_default(),
+        message_count,
+        size: metadata.len(),
+    })
+}
+
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    }
+}

@@ -1,0 +1,251 @@
+//! Compaction policy and summary: cuts keep tool calls with their results and the recent turns
+//! whole; a failed summary changes nothing; an agent compacts before a call near the window.
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::{Agent, AgentConfig, AgentEvent, AgentMessage, CompactReason};
+use llm::{
+    Api, AssistantBuilder, Context, EventStream, Model, ModelCost, Provider, StopReason,
+    StreamEvent, StreamOptions, ThinkingLevel, ToolCall, ToolResultMessage, Usage, UserContent,
+};
+use session::compaction::{estimate_context_tokens, find_cut, plan, summarize};
+use session::{CompactionSettings, Home, SessionCompactor, SessionWriter, load_session};
+use tokio_util::sync::CancellationToken;
+
+fn model(window: u64) -> Model {
+    Model {
+        id: "m".into(),
+        provider: "test".into(),
+        api: Api::OpenaiCompletions,
+        base_url: "http://127.0.0.1:9".into(),
+        context_window: window,
+        max_output: 4_000,
+        reasoning: false,
+        cost: ModelCost::default(),
+    }
+}
+
+/// A provider that answers every request with the next scripted reply (text, or an error)
+/// and records what it was sent.
+struct Scripted {
+    replies: Mutex<Vec<Result<String, String>>>,
+    contexts: Mutex<Vec<Context>>,
+}
+
+impl Scripted {
+    fn new(replies: Vec<Result<&str, &str>>) -> Arc<Self> {
+        Arc::new(Self {
+            replies: Mutex::new(
+                replies
+                    .into_iter()
+                    .rev()
+                    .map(|r| r.map(String::from).map_err(String::from))
+                    .collect(),
+            ),
+            contexts: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Provider for Scripted {
+    fn stream(
+        &self,
+        m: &Model,
+        context: Context,
+        _: StreamOptions,
+        _: CancellationToken,
+    ) -> EventStream {
+        self.contexts.lock().unwrap().push(context);
+        let reply = self
+            .replies
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or(Err("script exhausted".into()));
+        let mut builder = AssistantBuilder::new(&m.id, &m.provider);
+        let events = match reply {
+            Ok(text) => {
+                let delta = builder.text_delta(&text);
+                vec![StreamEvent::Start, delta, builder.done(StopReason::Stop)]
+            }
+            Err(reason) => vec![builder.failed(StopReason::Error, &reason)],
+        };
+        Box::pin(futures_util::stream::iter(events))
+    }
+}
+
+fn text(n: usize) -> String {
+    "word ".repeat(n)
+}
+
+fn assistant_calling(id: &str, tokens: usize) -> AgentMessage {
+    let mut a = llm::AssistantMessage::empty("m", "test");
+    a.stop_reason = StopReason::ToolUse;
+    a.content = vec![
+        llm::AssistantContent::Text { text: text(tokens) },
+        llm::AssistantContent::ToolCall(ToolCall::from_raw(id.into(), "read".into(), "{}")),
+    ];
+    AgentMessage::Assistant(a)
+}
+
+fn result(id: &str, tokens: usize) -> AgentMessage {
+    AgentMessage::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: "read".into(),
+        content: vec![UserContent::Text { text: text(tokens) }],
+        details: None,
+        is_error: false,
+        timestamp: 0,
+    })
+}
+
+/// Turns of: user prompt, assistant call, tool result, assistant call, tool result — each
+/// message ~5k tokens (a "word " is 5 chars ≈ 1.25 tokens).
+fn long_history(turns: usize) -> Vec<AgentMessage> {
+    let mut out = Vec::new();
+    for t in 0..turns {
+        out.push(AgentMessage::user(text(4_000)));
+        out.push(assistant_calling(&format!("a{t}"), 4_000));
+        out.push(result(&format!("a{t}"), 4_000));
+        out.push(assistant_calling(&format!("b{t}"), 4_000));
+        out.push(result(&format!("b{t}"), 4_000));
+    }
+    out
+}
+
+#[test]
+fn cuts_keep_pairs_and_the_recent_tokens() {
+    let messages = long_history(6);
+    for keep in [1, 4_000, 9_000, 20_000, 33_000] {
+        let cut = find_cut(&messages, keep).unwrap();
+        assert!(
+            !matches!(messages[cut], AgentMessage::ToolResult(_)),
+            "never before a tool result (keep {keep})"
+        );
+        let kept: u64 = messages[cut..]
+            .iter()
+            .map(session::compaction::estimate_message_tokens)
+            .sum();
+        assert!(kept >= keep, "kept {kept} < {keep}");
+    }
+    // Too little history to keep that much: no cut.
+    assert_eq!(find_cut(&messages[..3], 100_000), None);
+}
+
+#[test]
+fn plans_only_near_the_window_and_trusts_reported_usage() {
+    let settings = CompactionSettings::default();
+    let messages = long_history(6); // ~150k tokens estimated
+    assert!(estimate_context_tokens(&messages) > 140_000);
+    assert!(plan(&messages, 1_000_000, &settings, CompactReason::Threshold).is_none());
+    let cut = plan(&messages, 160_000, &settings, CompactReason::Threshold).unwrap();
+    assert!(cut > 0 && cut < messages.len());
+
+    // The last answer reported a small context: believe it.
+    let mut small = messages.clone();
+    let mut a = llm::AssistantMessage::empty("m", "test");
+    a.usage = Usage {
+        input: 1_000,
+        output: 10,
+        ..Usage::default()
+    };
+    small.push(AgentMessage::Assistant(a));
+    assert_eq!(estimate_context_tokens(&small), 1_010);
+    assert!(plan(&small, 160_000, &settings, CompactReason::Threshold).is_none());
+    // By hand, a short history still compacts; a lone prompt cannot.
+    let short = long_history(1);
+    assert!(plan(&short, 1_000_000, &settings, CompactReason::Manual).is_some());
+    assert!(plan(&short[..1], 1_000_000, &settings, CompactReason::Manual).is_none());
+}
+
+#[tokio::test]
+async fn a_failed_summary_is_an_error_and_a_good_one_is_structured() {
+    let messages = long_history(2);
+    let provider = Scripted::new(vec![Err("500 boom"), Ok("## Goal\nship it")]);
+    let compactor = SessionCompactor {
+        provider: provider.clone(),
+        options: StreamOptions::default(),
+        settings: CompactionSettings::default(),
+    };
+    let m = model(200_000);
+    let err = summarize(&compactor, &m, &messages, 5, None, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(err.contains("500 boom"), "{err}");
+    let ok = summarize(
+        &compactor,
+        &m,
+        &messages,
+        5,
+        Some("focus on tests"),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.summary, "## Goal\nship it");
+    assert!(ok.tokens_before > 20_000);
+    let contexts = provider.contexts.lock().unwrap();
+    let llm::Message::User(request) = &contexts[1].messages[0] else {
+        panic!("one user message")
+    };
+    let request = request.plain_text();
+    for section in [
+        "## Goal",
+        "## Constraints",
+        "### Blocked",
+        "## Key decisions",
+        "## Next steps",
+        "## Critical context",
+    ] {
+        assert!(request.contains(section), "asks for {section}");
+    }
+    assert!(request.contains("focus on tests"));
+    assert!(request.contains("[Tool call read]"));
+    assert!(contexts[1].tools.is_empty(), "the summariser gets no tools");
+}
+
+#[tokio::test]
+async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_records_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::new(tmp.path());
+    let provider = Scripted::new(vec![Ok("## Goal\nsummary text"), Ok("answer")]);
+    let m = model(150_000);
+    let mut config = AgentConfig::new(m.clone(), provider.clone());
+    // Built once: its user messages carry the time they were made.
+    let history = long_history(6);
+    config.messages = history.clone();
+    config.compactor = Some(Arc::new(SessionCompactor {
+        provider: provider.clone(),
+        options: StreamOptions::default(),
+        settings: CompactionSettings::default(),
+    }));
+    let agent = Agent::spawn(config);
+    // A resumed session's writer knows the ids of the history it starts from.
+    let mut writer = SessionWriter::create(&home, tmp.path(), &m, ThinkingLevel::Off);
+    for message in history {
+        writer.record(&AgentEvent::MessageEnd { message }).unwrap();
+    }
+    let recorder = writer.spawn_recorder(agent.subscribe());
+    agent.prompt(AgentMessage::user("next")).await.unwrap();
+    agent.wait_idle().await.unwrap();
+
+    let contexts = provider.contexts.lock().unwrap().clone();
+    assert_eq!(contexts.len(), 2, "summary request, then the model call");
+    let call = &contexts[1].messages;
+    let llm::Message::User(first) = &call[0] else {
+        panic!()
+    };
+    assert!(first.plain_text().contains("summary text"));
+    assert!(call.len() < 31, "older turns replaced");
+    let snapshot = agent.snapshot().await.unwrap().messages;
+    assert!(matches!(snapshot[0], AgentMessage::CompactionSummary(_)));
+
+    drop(agent);
+    let (writer, errors) = recorder.await.unwrap();
+    assert!(errors.is_empty());
+    let loaded = load_session(writer.path()).unwrap();
+    assert_eq!(
+        loaded.messages, snapshot,
+        "the session rebuilds the compacted history"
+    );
+}
