@@ -75,29 +75,15 @@ pub(crate) fn apply(
     );
 }
 
-/// Whether a failed request failed because the prompt did not fit the model's window. Providers
-/// say so only in prose, so this matches the phrasings of the common servers.
+/// Whether a failed request failed because the prompt did not fit the model's window: the
+/// provider flagged it, or its message says so (`llm::is_context_overflow` knows the wordings).
 pub fn is_context_overflow(message: &AssistantMessage) -> bool {
-    if message.stop_reason != StopReason::Error {
-        return false;
-    }
-    let Some(error) = &message.error_message else {
-        return false;
-    };
-    let error = error.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "context length",
-        "context window",
-        "maximum context",
-        "prompt is too long",
-        "too many tokens",
-        "exceeds the context",
-        "exceed_context_size",
-        "input is too long",
-    ]
-    .iter()
-    .any(|needle| error.contains(needle))
+    message.stop_reason == StopReason::Error
+        && (message.error_kind == Some(llm::ErrorKind::ContextOverflow)
+            || message
+                .error_message
+                .as_deref()
+                .is_some_and(llm::is_context_overflow))
 }
 
 /// Compacts `messages` in place if the compactor plans a cut, emitting `compaction_start` and

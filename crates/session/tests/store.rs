@@ -55,6 +55,7 @@ fn every_message() -> Vec<AgentMessage> {
                 AssistantContent::ToolCall(call),
                 AssistantContent::ToolCall(broken),
             ],
+            error_kind: None,
             stop_reason: StopReason::ToolUse,
             usage: Usage {
                 input: 10,
