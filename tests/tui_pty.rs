@@ -17,11 +17,14 @@ struct Session {
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     dir: tempfile::TempDir,
+    /// CODING_AGENT_HOME of the run; kept alive with the session.
+    _home: tempfile::TempDir,
 }
 
 impl Session {
     fn start(server: &MockServer) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -35,6 +38,7 @@ impl Session {
         command.cwd(dir.path());
         command.env("TERM", "xterm-256color");
         command.env_remove("OPENAI_API_KEY");
+        command.env("CODING_AGENT_HOME", home.path());
         let child = pty.slave.spawn_command(command).unwrap();
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().unwrap();
@@ -61,6 +65,7 @@ impl Session {
             writer,
             child,
             dir,
+            _home: home,
         }
     }
 
@@ -183,7 +188,7 @@ fn enter_during_a_tool_call_steers_the_next_request() {
     let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
     assert_eq!(
         roles(&requests[1].body),
-        ["user", "assistant", "tool", "user"]
+        ["system", "user", "assistant", "tool", "user"]
     );
     assert_eq!(last_content(&requests[1].body), "use tabs instead");
 }
@@ -208,12 +213,12 @@ fn alt_enter_queues_a_follow_up_until_the_run_ends() {
     let requests = rt.block_on(server.wait_for_requests(3, WAIT)).unwrap();
     assert_eq!(
         roles(&requests[1].body),
-        ["user", "assistant", "tool"],
+        ["system", "user", "assistant", "tool"],
         "not before the run would end"
     );
     assert_eq!(
         roles(&requests[2].body),
-        ["user", "assistant", "tool", "assistant", "user"]
+        ["system", "user", "assistant", "tool", "assistant", "user"]
     );
     assert_eq!(last_content(&requests[2].body), "then write docs");
 }
@@ -273,7 +278,7 @@ fn exit_restores_the_terminal() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success());
-    session.wait_for("Bye.");
+    session.wait_for("Resume this session with: coding-agent --session");
     let parser = session.screen.lock().unwrap();
     let screen = parser.screen();
     assert!(!screen.alternate_screen(), "back on the normal screen");

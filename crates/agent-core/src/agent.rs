@@ -103,6 +103,7 @@ enum Command {
     Abort,
     SetModel(Model),
     SetThinking(ThinkingLevel),
+    Reset(Vec<AgentMessage>, Reply<Result<(), AgentError>>),
     SetQueueModes(QueueMode, QueueMode),
     TakeQueued(Reply<(Vec<AgentMessage>, Vec<AgentMessage>)>),
     Snapshot(Reply<AgentSnapshot>),
@@ -203,6 +204,14 @@ impl Agent {
     /// Model of the next run.
     pub fn set_model(&self, model: Model) {
         self.send(Command::SetModel(model));
+    }
+
+    /// Starts over with `messages` as the history (empty for a new session); `Busy` while a
+    /// run is in progress. The queues are kept.
+    pub async fn reset(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        self.ask(|reply| Command::Reset(messages, reply))
+            .await
+            .and_then(|r| r)
     }
 
     pub fn set_thinking(&self, level: ThinkingLevel) {
@@ -323,6 +332,15 @@ impl Owner {
             }
             Command::SetModel(model) => self.model = model,
             Command::SetThinking(level) => self.thinking = level,
+            Command::Reset(messages, reply) => {
+                let result = if self.run.is_some() {
+                    Err(AgentError::Busy)
+                } else {
+                    self.messages = messages;
+                    Ok(())
+                };
+                let _ = reply.send(result);
+            }
             Command::SetQueueModes(steering, follow_up) => {
                 self.steering.mode = steering;
                 self.follow_up.mode = follow_up;

@@ -667,3 +667,27 @@ async fn agent_end_means_the_agent_takes_a_prompt_at_once() {
     assert_eq!(h.agent.prompt(AgentMessage::user("b")).await, Ok(()));
     h.settle().await;
 }
+
+#[tokio::test]
+async fn reset_starts_over_when_idle_only() {
+    let mut h = harness(vec![
+        text_reply("one"),
+        support::ReplyScript::new().hang(),
+        text_reply("fresh"),
+    ])
+    .spawn();
+    h.run("first").await;
+    h.agent.prompt(AgentMessage::user("second")).await.unwrap();
+    assert_eq!(h.agent.reset(Vec::new()).await, Err(AgentError::Busy));
+    h.agent.abort();
+    h.settle().await;
+    h.agent.reset(Vec::new()).await.unwrap();
+    assert!(h.messages().await.is_empty());
+    h.run("new start").await;
+    let contexts = h.provider.contexts();
+    assert_eq!(
+        wire_roles(contexts.last().unwrap()),
+        ["user"],
+        "nothing of the old history"
+    );
+}

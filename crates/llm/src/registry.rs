@@ -100,6 +100,27 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds or replaces a provider's defaults.
+    pub fn insert_provider(&mut self, name: &str, entry: ProviderEntry) {
+        self.providers.insert(name.to_string(), entry);
+    }
+
+    /// Adds or replaces a model (same provider and id).
+    pub fn insert_model(&mut self, model: Model) {
+        self.models
+            .retain(|m| !(m.provider == model.provider && m.id == model.id));
+        self.models.push(ModelEntry {
+            provider: model.provider,
+            id: model.id,
+            api: Some(model.api),
+            base_url: Some(model.base_url),
+            context_window: model.context_window,
+            max_output: model.max_output,
+            reasoning: model.reasoning,
+            cost: model.cost,
+        });
+    }
+
     pub fn provider(&self, name: &str) -> Option<&ProviderEntry> {
         self.providers.get(name)
     }

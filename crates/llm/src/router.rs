@@ -18,6 +18,7 @@ pub struct Router {
     responses: OpenAiResponses,
     anthropic: Anthropic,
     keys: HashMap<String, String>,
+    headers: HashMap<String, Vec<(String, String)>>,
 }
 
 impl Router {
@@ -29,6 +30,21 @@ impl Router {
     pub fn with_key(mut self, provider: impl Into<String>, key: impl Into<String>) -> Self {
         self.keys.insert(provider.into(), key.into());
         self
+    }
+
+    /// Sends these extra HTTP headers with every call to `provider`.
+    pub fn with_headers(
+        mut self,
+        provider: impl Into<String>,
+        headers: Vec<(String, String)>,
+    ) -> Self {
+        self.headers.insert(provider.into(), headers);
+        self
+    }
+
+    /// The key a call to `provider` would use now (config, then environment).
+    pub fn key(&self, provider: &str) -> Option<String> {
+        self.key_for(provider, |name| std::env::var(name).ok())
     }
 
     /// The key a call to `provider` would use, looking variables up with `env`.
@@ -81,7 +97,10 @@ impl Provider for Router {
         cancel: CancellationToken,
     ) -> EventStream {
         if options.api_key.is_none() {
-            options.api_key = self.key_for(&model.provider, |name| std::env::var(name).ok());
+            options.api_key = self.key(&model.provider);
+        }
+        if let Some(headers) = self.headers.get(&model.provider) {
+            options.headers.extend(headers.iter().cloned());
         }
         match model.api {
             Api::OpenaiCompletions => self.completions.stream(model, context, options, cancel),

@@ -29,3 +29,8 @@ pub use list::{SessionInfo, find_session, latest_session, list_sessions};
 pub use load::{LoadedSession, load_session};
 pub use prompt::{PromptInputs, SystemPrompt};
 pub use writer::SessionWriter;
+
+/// Today's date as `YYYY-MM-DD` (UTC), the date a new session's system prompt states.
+pub fn today() -> String {
+    ids::rfc3339(llm::now_millis())[..10].to_string()
+}

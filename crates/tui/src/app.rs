@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::cells::{AssistantCell, Cell, CellKind, ToolCell, View};
 use crate::editor::Editor;
+use crate::popup::ChoiceKind;
 use crate::status::Status;
 
 const INTERRUPTED: &str = "Interrupted. Tell the agent what to do instead.";
@@ -29,6 +30,13 @@ pub enum Action {
     ContinueAfterAbort(Vec<AgentMessage>),
     Copy(String),
     Shell(String),
+    /// Open a choice list (`/model`, `/thinking`, `/resume`).
+    Choose(ChoiceKind),
+    /// Item `index` of an open choice list was picked.
+    Chose(ChoiceKind, usize),
+    NewSession,
+    Compact(Option<String>),
+    SessionInfo,
     Quit,
 }
 

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 
 use crate::app::{Action, App};
 use crate::cells::CellKind;
-use crate::popup::{COMMANDS, Popup};
+use crate::popup::{COMMANDS, ChoiceKind, Popup};
 
 /// A second Ctrl+C within this time quits.
 const QUIT_WINDOW: Duration = Duration::from_millis(1500);
@@ -83,6 +83,12 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
         KeyCode::Tab if app.running && !app.editor.is_empty() => follow_up(app, input),
+        KeyCode::Enter | KeyCode::Tab if matches!(input.popup, Some(Popup::Choice { .. })) => {
+            match input.popup.take() {
+                Some(Popup::Choice { kind, selected, .. }) => vec![Action::Chose(kind, selected)],
+                _ => Vec::new(),
+            }
+        }
         KeyCode::Enter => {
             if let Some(popup) = &input.popup {
                 let completes_command = matches!(popup, Popup::Commands { .. });
@@ -178,8 +184,11 @@ fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
     if let Some(command) = trimmed.strip_prefix('!') {
         return vec![Action::Shell(command.trim().to_string())];
     }
-    if trimmed.starts_with('/') && !trimmed.contains(char::is_whitespace) {
-        return command(app, trimmed);
+    if trimmed.starts_with('/') {
+        let (name, args) = trimmed
+            .split_once(char::is_whitespace)
+            .unwrap_or((trimmed, ""));
+        return command(app, name, args.trim());
     }
     if app.running {
         vec![Action::Steer(text)]
@@ -188,8 +197,16 @@ fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
     }
 }
 
-fn command(app: &mut App, name: &str) -> Vec<Action> {
+fn command(app: &mut App, name: &str, args: &str) -> Vec<Action> {
     match name {
+        "/model" => vec![Action::Choose(ChoiceKind::Model)],
+        "/thinking" => vec![Action::Choose(ChoiceKind::Thinking)],
+        "/resume" => vec![Action::Choose(ChoiceKind::Session)],
+        "/new" => vec![Action::NewSession],
+        "/compact" => vec![Action::Compact(
+            (!args.is_empty()).then(|| args.to_string()),
+        )],
+        "/session" => vec![Action::SessionInfo],
         "/quit" | "/exit" => vec![Action::Quit],
         "/help" => {
             app.push_cell(CellKind::Notice(help()));
@@ -202,22 +219,6 @@ fn command(app: &mut App, name: &str) -> Vec<Action> {
                 Vec::new()
             }
         },
-        "/session" => {
-            let s = &app.status;
-            let text = format!(
-                "{} messages · ↑{} ↓{} tokens · cache read {} · ${:.4}",
-                app.cells
-                    .iter()
-                    .filter(|c| matches!(c.kind, CellKind::User(_) | CellKind::Assistant(_)))
-                    .count(),
-                s.usage.input,
-                s.usage.output,
-                s.usage.cache_read,
-                s.usage.cost
-            );
-            app.push_cell(CellKind::Notice(text));
-            Vec::new()
-        }
         "/clear" => {
             app.cells.clear();
             app.scroll = 0;

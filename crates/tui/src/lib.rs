@@ -7,6 +7,7 @@ pub mod app;
 pub mod cells;
 pub mod editor;
 pub mod highlight;
+pub mod host;
 pub mod input;
 pub mod markdown;
 pub mod popup;
@@ -16,4 +17,5 @@ pub mod terminal;
 pub mod ui;
 pub mod wrap;
 
+pub use host::{Host, SessionChoice};
 pub use runtime::{Options, run};

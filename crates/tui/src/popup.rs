@@ -1,13 +1,29 @@
 //! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
 
 /// The slash commands that exist, with what they do.
-pub const COMMANDS: [(&str, &str); 5] = [
+pub const COMMANDS: [(&str, &str); 10] = [
     ("/help", "keys and commands"),
+    ("/model", "switch the model"),
+    ("/thinking", "set the thinking level"),
+    ("/new", "start a new session"),
+    ("/resume", "resume a saved session"),
+    (
+        "/compact",
+        "summarise older turns now (optional: what to keep)",
+    ),
+    ("/session", "this session: file, messages, tokens, cost"),
     ("/copy", "copy the last answer to the clipboard"),
-    ("/session", "messages, tokens and cost so far"),
     ("/clear", "clear the screen (the conversation stays)"),
     ("/quit", "exit"),
 ];
+
+/// What a choice list picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChoiceKind {
+    Model,
+    Thinking,
+    Session,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Popup {
@@ -19,6 +35,12 @@ pub enum Popup {
     /// Files matching the word after `@`.
     Files {
         matches: Vec<String>,
+        selected: usize,
+    },
+    /// A list to pick from: (label, description).
+    Choice {
+        kind: ChoiceKind,
+        items: Vec<(String, String)>,
         selected: usize,
     },
 }
@@ -48,6 +70,7 @@ impl Popup {
         match self {
             Popup::Commands { matches, .. } => matches.len(),
             Popup::Files { matches, .. } => matches.len(),
+            Popup::Choice { items, .. } => items.len(),
         }
     }
 
@@ -57,19 +80,24 @@ impl Popup {
 
     pub fn selected(&self) -> usize {
         match self {
-            Popup::Commands { selected, .. } | Popup::Files { selected, .. } => *selected,
+            Popup::Commands { selected, .. }
+            | Popup::Files { selected, .. }
+            | Popup::Choice { selected, .. } => *selected,
         }
     }
 
     pub fn move_by(&mut self, delta: isize) {
         let len = self.len() as isize;
-        let (Popup::Commands { selected, .. } | Popup::Files { selected, .. }) = self;
+        let (Popup::Commands { selected, .. }
+        | Popup::Files { selected, .. }
+        | Popup::Choice { selected, .. }) = self;
         *selected = ((*selected as isize + delta).rem_euclid(len.max(1))) as usize;
     }
 
-    /// The editor text after accepting the selection.
+    /// The editor text after accepting the selection (a choice leaves it as it is).
     pub fn accept(&self, text: &str) -> String {
         match self {
+            Popup::Choice { .. } => text.to_string(),
             Popup::Commands { matches, selected } => COMMANDS[matches[*selected]].0.to_string(),
             Popup::Files { matches, selected } => {
                 let cut = text.rfind('@').unwrap_or(text.len());
@@ -88,6 +116,7 @@ impl Popup {
             Popup::Files { matches, .. } => {
                 matches.iter().map(|f| (f.clone(), String::new())).collect()
             }
+            Popup::Choice { items, .. } => items.clone(),
         }
     }
 }

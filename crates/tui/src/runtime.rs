@@ -12,9 +12,13 @@ use llm::{ThinkingLevel, ToolResultMessage, now_millis};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
 use crate::app::{Action, App};
 use crate::cells::{CellKind, ToolCell};
+use crate::host::Host;
 use crate::input::{self, InputState};
+use crate::popup::{ChoiceKind, Popup};
 use crate::status::Status;
 use crate::{terminal, ui};
 
@@ -35,6 +39,8 @@ pub struct Options {
 
 /// Results of background work, back on the UI loop.
 enum Ui {
+    /// A new or resumed session replaced the history: show this one.
+    History(Vec<AgentMessage>, String),
     Files(Vec<String>),
     Queued {
         steering: Vec<AgentMessage>,
@@ -49,7 +55,7 @@ enum Ui {
 }
 
 /// Runs the interactive UI until the user quits or SIGTERM arrives.
-pub async fn run(agent: Agent, options: Options) -> std::io::Result<()> {
+pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io::Result<()> {
     let (mut term, _guard) = terminal::enter()?;
     let status = Status::new(
         &options.model,
@@ -66,6 +72,7 @@ pub async fn run(agent: Agent, options: Options) -> std::io::Result<()> {
     list_files(options.cwd.clone(), ui_tx.clone());
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut last_frame = Instant::now() - FRAME;
+    let mut choices = Choices::default();
 
     loop {
         if app.dirty && last_frame.elapsed() >= FRAME {
@@ -102,7 +109,12 @@ pub async fn run(agent: Agent, options: Options) -> std::io::Result<()> {
             _ = sigterm.recv() => break,
         }
         for action in actions {
-            perform(&agent, &mut app, action, &ui_tx);
+            let ctx = Ctx {
+                agent: &agent,
+                host: &host,
+                ui_tx: &ui_tx,
+            };
+            perform(&ctx, &mut app, &mut input, &mut choices, action);
         }
         if app.should_quit {
             break;
@@ -167,11 +179,46 @@ fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
         Ui::Notice(text) => {
             app.push_cell(CellKind::Notice(text));
         }
+        Ui::History(messages, note) => {
+            app.cells.clear();
+            app.scroll = 0;
+            app.load_history(&messages);
+            app.push_cell(CellKind::Notice(note));
+        }
     }
     Vec::new()
 }
 
-fn perform(agent: &Agent, app: &mut App, action: Action, ui_tx: &mpsc::UnboundedSender<Ui>) {
+/// What actions act on.
+struct Ctx<'a> {
+    agent: &'a Agent,
+    host: &'a Arc<dyn Host>,
+    ui_tx: &'a mpsc::UnboundedSender<Ui>,
+}
+
+/// The lists behind an open choice popup.
+#[derive(Default)]
+struct Choices {
+    models: Vec<llm::Model>,
+    sessions: Vec<crate::host::SessionChoice>,
+}
+
+const LEVELS: [ThinkingLevel; 5] = [
+    ThinkingLevel::Off,
+    ThinkingLevel::Minimal,
+    ThinkingLevel::Low,
+    ThinkingLevel::Medium,
+    ThinkingLevel::High,
+];
+
+fn perform(
+    ctx: &Ctx<'_>,
+    app: &mut App,
+    input: &mut InputState,
+    choices: &mut Choices,
+    action: Action,
+) {
+    let (agent, ui_tx) = (ctx.agent, ctx.ui_tx);
     match action {
         Action::Prompt(text) => {
             let (agent, tx) = (agent.clone(), ui_tx.clone());
@@ -218,8 +265,121 @@ fn perform(agent: &Agent, app: &mut App, action: Action, ui_tx: &mpsc::Unbounded
             app.push_cell(CellKind::Notice(note));
         }
         Action::Shell(command) => run_shell(app, command, ui_tx.clone()),
+        Action::Choose(kind) => {
+            let items: Vec<(String, String)> = match kind {
+                ChoiceKind::Model => {
+                    choices.models = ctx.host.models();
+                    choices
+                        .models
+                        .iter()
+                        .map(|m| {
+                            let what = format!(
+                                "{} ctx · ${}/${} per M",
+                                crate::status::tokens(m.context_window),
+                                m.cost.input,
+                                m.cost.output
+                            );
+                            (format!("{}/{}", m.provider, m.id), what)
+                        })
+                        .collect()
+                }
+                ChoiceKind::Thinking => LEVELS
+                    .iter()
+                    .map(|l| (level_name(*l), String::new()))
+                    .collect(),
+                ChoiceKind::Session => {
+                    choices.sessions = ctx.host.sessions();
+                    choices
+                        .sessions
+                        .iter()
+                        .map(|s| (s.label.clone(), String::new()))
+                        .collect()
+                }
+            };
+            if items.is_empty() {
+                app.push_cell(CellKind::Notice("Nothing to choose from.".into()));
+            } else {
+                input.popup = Some(Popup::Choice {
+                    kind,
+                    items,
+                    selected: 0,
+                });
+            }
+        }
+        Action::Chose(ChoiceKind::Model, i) => {
+            if let Some(model) = choices.models.get(i).cloned() {
+                agent.set_model(model.clone());
+                ctx.host.model_changed(&model);
+                app.status.model = model.id.clone();
+                app.status.context_window = model.context_window;
+                app.push_cell(CellKind::Notice(format!(
+                    "Model: {}/{} (from the next request).",
+                    model.provider, model.id
+                )));
+            }
+        }
+        Action::Chose(ChoiceKind::Thinking, i) => {
+            if let Some(level) = LEVELS.get(i).copied() {
+                agent.set_thinking(level);
+                ctx.host.thinking_changed(level);
+                app.status.thinking = Some(level);
+                app.push_cell(CellKind::Notice(format!(
+                    "Thinking: {}.",
+                    level_name(level)
+                )));
+            }
+        }
+        Action::Chose(ChoiceKind::Session, i) => {
+            if let Some(choice) = choices.sessions.get(i).cloned() {
+                let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+                tokio::spawn(async move {
+                    let message = match host.resume(choice.path).await {
+                        Ok(history) => Ui::History(history, format!("Resumed: {}", choice.label)),
+                        Err(err) => Ui::Notice(format!("Could not resume: {err}")),
+                    };
+                    let _ = tx.send(message);
+                });
+            }
+        }
+        Action::NewSession => {
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let message = match host.new_session().await {
+                    Ok(note) => Ui::History(Vec::new(), note),
+                    Err(err) => Ui::Notice(format!("Could not start a new session: {err}")),
+                };
+                let _ = tx.send(message);
+            });
+        }
+        Action::Compact(instructions) => {
+            let (agent, tx) = (agent.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                if let Err(err) = agent.compact(instructions).await {
+                    let _ = tx.send(Ui::Notice(format!("Cannot compact: {err}")));
+                }
+            });
+        }
+        Action::SessionInfo => {
+            let s = &app.status;
+            let mut text = format!(
+                "↑{} ↓{} tokens · cache read {} · ${:.4}",
+                s.usage.input, s.usage.output, s.usage.cache_read, s.usage.cost
+            );
+            match ctx.host.resume_hint() {
+                Some(hint) => text.push_str(&format!("\n{hint}")),
+                None => text.push_str("\nThis session is not saved (--no-session)."),
+            }
+            app.push_cell(CellKind::Notice(text));
+        }
         Action::Quit => app.should_quit = true,
     }
+}
+
+fn level_name(level: ThinkingLevel) -> String {
+    serde_json::to_value(level)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `!cmd`: runs through the bash tool and shows the output; the model never sees it.

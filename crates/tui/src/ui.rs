@@ -187,8 +187,13 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     );
 }
 
+/// Most rows a popup shows; the list scrolls to keep the selection visible.
+const POPUP_ROWS: usize = 10;
+
 fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) {
-    let rows = popup.rows();
+    let all = popup.rows();
+    let first = popup.selected().saturating_sub(POPUP_ROWS - 1);
+    let rows: Vec<(String, String)> = all.into_iter().skip(first).take(POPUP_ROWS).collect();
     let height = (rows.len() as u16 + 2).min(editor.y);
     if height < 3 {
         return;
@@ -199,7 +204,7 @@ fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) 
         .into_iter()
         .enumerate()
         .map(|(i, (label, what))| {
-            let style = if i == popup.selected() {
+            let style = if first + i == popup.selected() {
                 Style::new().fg(Color::Black).bg(Color::Cyan)
             } else {
                 Style::default()

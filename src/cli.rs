@@ -1,0 +1,109 @@
+//! Command-line flags.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(version, about = "An interactive terminal coding agent", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// A first prompt (interactive), or the prompt of --mode json.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Run one prompt to completion and print the final answer; piped stdin is appended.
+    #[arg(short, long, value_name = "PROMPT", conflicts_with = "prompt")]
+    pub print: Option<String>,
+    /// interactive (default), json (every event as a JSON line) or rpc (JSON lines both ways).
+    #[arg(long, value_enum, default_value_t = Mode::Interactive)]
+    pub mode: Mode,
+    /// Model as PROVIDER/ID or a bare id (see --list-models).
+    #[arg(short, long, env = "CODING_AGENT_MODEL")]
+    pub model: Option<String>,
+    /// Provider of --model, when the id alone is ambiguous or with --base-url.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// A one-off endpoint: the model is reached at this URL with --api.
+    #[arg(long, env = "CODING_AGENT_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Wire API of --base-url.
+    #[arg(long, value_enum)]
+    pub api: Option<ApiArg>,
+    /// API key for this run (else the provider's environment variable or the config).
+    #[arg(long, hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// off, minimal, low, medium or high.
+    #[arg(long, value_enum)]
+    pub thinking: Option<ThinkingArg>,
+    /// Only these tools, comma-separated (read,write,edit,bash,grep,find,ls); empty for none.
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Work in this directory.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// List the known models and exit.
+    #[arg(long)]
+    pub list_models: bool,
+    /// Continue the latest session of this directory.
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "session"])]
+    pub continue_session: bool,
+    /// Pick a session of this directory to resume.
+    #[arg(short, long, conflicts_with = "session")]
+    pub resume: bool,
+    /// Resume this session (a path or an id prefix).
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+    /// Do not save this session.
+    #[arg(long)]
+    pub no_session: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Interactive,
+    Json,
+    Rpc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApiArg {
+    OpenaiCompletions,
+    OpenaiResponses,
+    AnthropicMessages,
+}
+
+impl From<ApiArg> for llm::Api {
+    fn from(api: ApiArg) -> Self {
+        match api {
+            ApiArg::OpenaiCompletions => llm::Api::OpenaiCompletions,
+            ApiArg::OpenaiResponses => llm::Api::OpenaiResponses,
+            ApiArg::AnthropicMessages => llm::Api::AnthropicMessages,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ThinkingArg {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl From<ThinkingArg> for llm::ThinkingLevel {
+    fn from(level: ThinkingArg) -> Self {
+        match level {
+            ThinkingArg::Off => Self::Off,
+            ThinkingArg::Minimal => Self::Minimal,
+            ThinkingArg::Low => Self::Low,
+            ThinkingArg::Medium => Self::Medium,
+            ThinkingArg::High => Self::High,
+        }
+    }
+}
+
+const AFTER_HELP: &str = "\
+Configuration: $CODING_AGENT_HOME/config.toml (default ~/.coding-agent/config.toml), then
+.coding-agent/config.toml in the project. Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY,
+GEMINI_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, … or api_key in the config.
+Exit codes: 0 success, 1 the run failed or was aborted, 2 usage or configuration error.";

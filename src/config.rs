@@ -1,0 +1,206 @@
+//! `config.toml`: the home file, then the project's `.coding-agent/config.toml` on top.
+//! Unknown keys and wrong types are errors naming the file, line and key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use agent_core::QueueMode;
+use llm::{Api, Model, ModelCost, ProviderEntry, Registry, ThinkingLevel};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default model, `provider/id` or a bare id.
+    pub model: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub queue: QueueConfig,
+    #[serde(default)]
+    pub compaction: CompactionConfig,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    pub max_retries: Option<u32>,
+    pub base_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    pub steering: Option<QueueMode>,
+    pub follow_up: Option<QueueMode>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    pub enabled: Option<bool>,
+    pub reserve_tokens: Option<u64>,
+    pub keep_recent_tokens: Option<u64>,
+}
+
+/// A provider of the user's: a new one, or settings for a built-in one.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub api: Option<Api>,
+    pub base_url: Option<String>,
+    /// Environment variable holding the key.
+    pub api_key_env: Option<String>,
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub id: String,
+    pub context_window: Option<u64>,
+    pub max_output: Option<u64>,
+    #[serde(default)]
+    pub reasoning: bool,
+    #[serde(default)]
+    pub cost: ModelCost,
+}
+
+impl Config {
+    /// The home config, then the project's over it; missing files are fine.
+    pub fn load(home: &Path, cwd: &Path) -> Result<Self, String> {
+        let mut config = Self::read(home)?.unwrap_or_default();
+        let project = session::repository_root(cwd).join(".coding-agent/config.toml");
+        if let Some(overrides) = Self::read(&project)? {
+            config.merge(overrides);
+        }
+        Ok(config)
+    }
+
+    fn read(path: &Path) -> Result<Option<Self>, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        };
+        Self::parse(&text)
+            .map(Some)
+            .map_err(|err| format!("{}:{err}", path.display()))
+    }
+
+    /// Parses one file; the error starts with `line:column: `.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|err| {
+            let (line, column) = err.span().map_or((1, 1), |span| position(text, span.start));
+            format!("{line}:{column}: {}", err.message().trim())
+        })
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.model = other.model.or(self.model.take());
+        self.thinking = other.thinking.or(self.thinking);
+        self.retry.max_retries = other.retry.max_retries.or(self.retry.max_retries);
+        self.retry.base_delay_ms = other.retry.base_delay_ms.or(self.retry.base_delay_ms);
+        self.retry.max_delay_ms = other.retry.max_delay_ms.or(self.retry.max_delay_ms);
+        self.queue.steering = other.queue.steering.or(self.queue.steering);
+        self.queue.follow_up = other.queue.follow_up.or(self.queue.follow_up);
+        let c = &mut self.compaction;
+        c.enabled = other.compaction.enabled.or(c.enabled);
+        c.reserve_tokens = other.compaction.reserve_tokens.or(c.reserve_tokens);
+        c.keep_recent_tokens = other.compaction.keep_recent_tokens.or(c.keep_recent_tokens);
+        self.providers.extend(other.providers);
+    }
+
+    /// Adds the configured providers and models to `registry`.
+    pub fn extend_registry(&self, registry: &mut Registry) -> Result<(), String> {
+        for (name, provider) in &self.providers {
+            let known = registry.provider(name).cloned();
+            let api = provider.api.or(known.as_ref().map(|p| p.api));
+            let base_url = provider.base_url.clone().or(known.map(|p| p.base_url));
+            let (Some(api), Some(base_url)) = (api, base_url) else {
+                if provider.models.is_empty() {
+                    continue;
+                }
+                return Err(format!(
+                    "config: provider `{name}` needs `api` and `base_url` (it is not a built-in provider)"
+                ));
+            };
+            registry.insert_provider(
+                name,
+                ProviderEntry {
+                    api,
+                    base_url: base_url.clone(),
+                },
+            );
+            for model in &provider.models {
+                registry.insert_model(Model {
+                    id: model.id.clone(),
+                    provider: name.clone(),
+                    api,
+                    base_url: base_url.clone(),
+                    context_window: model.context_window.unwrap_or(128_000),
+                    max_output: model.max_output.unwrap_or(16_384),
+                    reasoning: model.reasoning,
+                    cost: model.cost,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line and column of byte `offset`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_section() {
+        let config = Config::parse(
+            r#"
+model = "local/qwen"
+thinking = "high"
+[retry]
+max_retries = 5
+[queue]
+steering = "one-at-a-time"
+[compaction]
+reserve_tokens = 8000
+[providers.local]
+api = "openai-completions"
+base_url = "http://127.0.0.1:8080/v1"
+headers = { "x-team" = "a" }
+models = [{ id = "qwen", context_window = 32768 }]
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.thinking, Some(ThinkingLevel::High));
+        assert_eq!(config.queue.steering, Some(QueueMode::OneAtATime));
+        let mut registry = Registry::builtin();
+        config.extend_registry(&mut registry).unwrap();
+        assert_eq!(registry.get("local/qwen").unwrap().context_window, 32768);
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let err = Config::parse("model = \"x\"\n[queue]\nsteer = \"all\"\n").unwrap_err();
+        assert!(err.starts_with("3:1: unknown field `steer`"), "{err}");
+        let err = Config::parse("thinking = 3\n").unwrap_err();
+        assert!(err.starts_with("1:12:"), "{err}");
+    }
+}

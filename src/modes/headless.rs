@@ -1,0 +1,107 @@
+//! `-p PROMPT` (the final answer on stdout) and `--mode json` (every event as a JSON line).
+//! Ctrl+C aborts the run cleanly: running commands are killed and the session is saved.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use agent_core::{AgentEvent, AgentMessage};
+use llm::StopReason;
+
+use crate::setup::Setup;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The final answer; tool activity and errors on stderr.
+    Answer,
+    /// Every event, one JSON object per line.
+    Events,
+}
+
+pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
+    let Setup {
+        agent, recorder, ..
+    } = setup;
+    let mut events = agent.subscribe();
+    if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
+        eprintln!("coding-agent: {err}");
+        return ExitCode::FAILURE;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let mut last = None;
+    let mut interrupted = false;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => event,
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                eprintln!("\ncoding-agent: interrupted, stopping…");
+                agent.abort();
+                continue;
+            }
+        };
+        if output == Output::Events {
+            // A closed stdout (piped into `head`) ends the output, not the run.
+            let line = serde_json::to_string(&event).unwrap_or_default();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+        match &event {
+            AgentEvent::ToolExecutionStart {
+                tool_name,
+                arguments,
+                ..
+            } if output == Output::Answer => {
+                eprintln!("[{tool_name}] {}", one_line(&arguments.to_string(), 200));
+            }
+            AgentEvent::ToolExecutionEnd { result, .. }
+                if output == Output::Answer && result.is_error =>
+            {
+                eprintln!(
+                    "[{}] error: {}",
+                    result.tool_name,
+                    one_line(&result.text(), 200)
+                );
+            }
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(message),
+            } => last = Some(message.clone()),
+            // Nothing else queues messages in these modes: the first run's end is the end.
+            AgentEvent::AgentEnd { .. } => break,
+            _ => {}
+        }
+    }
+    for error in recorder.finish().await {
+        eprintln!("coding-agent: the session could not be saved: {error}");
+    }
+    let Some(message) = last else {
+        return ExitCode::FAILURE;
+    };
+    if output == Output::Answer {
+        let _ = writeln!(stdout, "{}", message.text());
+    }
+    match message.stop_reason {
+        StopReason::Error | StopReason::Aborted => {
+            if output == Output::Answer {
+                eprintln!(
+                    "coding-agent: {}",
+                    message
+                        .error_message
+                        .unwrap_or_else(|| "the run failed".into())
+                );
+            }
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}

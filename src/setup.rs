@@ -1,0 +1,398 @@
+//! From flags and config to a running agent: the model, the provider router, the tools, the
+//! system prompt and the session.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{Agent, AgentConfig, AgentMessage};
+use llm::{Api, Model, ModelCost, Registry, RetryPolicy, Router, StreamOptions, ThinkingLevel};
+use session::{
+    CompactionSettings, Home, LoadedSession, PromptInputs, SessionCompactor, SessionWriter,
+    SystemPrompt,
+};
+
+use crate::cli::Cli;
+use crate::config::Config;
+use crate::recorder::Recorder;
+
+/// A failure before the agent runs: a message for the user and the exit code (2: usage).
+#[derive(Debug)]
+pub struct Fail(pub String);
+
+/// Everything the modes need.
+pub struct Setup {
+    pub agent: Agent,
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub cwd: PathBuf,
+    pub home: Home,
+    pub registry: Registry,
+    /// History the agent started with (a resumed session).
+    pub history: Vec<AgentMessage>,
+    /// Where this session is saved, if it is, and its id.
+    pub session: Option<(PathBuf, String)>,
+    pub recorder: Recorder,
+    pub no_session: bool,
+}
+
+pub fn home() -> Result<Home, Fail> {
+    Home::from_env()
+        .ok_or_else(|| Fail("cannot find a home directory: set CODING_AGENT_HOME or HOME".into()))
+}
+
+/// The registry with the user's providers and models added.
+pub fn registry(config: &Config) -> Result<Registry, Fail> {
+    let mut registry = Registry::builtin();
+    config.extend_registry(&mut registry).map_err(Fail)?;
+    Ok(registry)
+}
+
+pub fn router(config: &Config) -> Router {
+    let mut router = Router::new();
+    for (name, provider) in &config.providers {
+        let key = provider.api_key.clone().or_else(|| {
+            provider
+                .api_key_env
+                .as_ref()
+                .and_then(|var| std::env::var(var).ok())
+        });
+        if let Some(key) = key.filter(|k| !k.is_empty()) {
+            router = router.with_key(name.clone(), key);
+        }
+        if !provider.headers.is_empty() {
+            let headers = provider
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            router = router.with_headers(name.clone(), headers);
+        }
+    }
+    router
+}
+
+/// Builds the agent for `cli` (and a resumed session, if asked).
+pub fn build(
+    cli: &Cli,
+    config: &Config,
+    cwd: PathBuf,
+    home: Home,
+    resumed: Option<LoadedSession>,
+) -> Result<Setup, Fail> {
+    let registry = registry(config)?;
+    let router = router(config);
+    let model = match &resumed {
+        // A resumed session keeps its model unless the flags name another.
+        Some(session) if cli.model.is_none() && cli.base_url.is_none() => registry
+            .get(&format!("{}/{}", session.provider, session.model))
+            .map_or_else(|| resolve_model(cli, config, &registry, &router), Ok)?,
+        _ => resolve_model(cli, config, &registry, &router)?,
+    };
+    check_key(&model, cli, &router)?;
+    let thinking = cli
+        .thinking
+        .map(ThinkingLevel::from)
+        .or(resumed.as_ref().map(|s| s.thinking))
+        .or(config.thinking)
+        .unwrap_or(ThinkingLevel::Off);
+
+    let tools = match &cli.tools {
+        Some(names) => {
+            let names: Vec<&str> = names
+                .iter()
+                .map(|n| n.trim())
+                .filter(|n| !n.is_empty())
+                .collect();
+            tools::tools_named(&cwd, &names).map_err(Fail)?
+        }
+        None => tools::all_tools(&cwd),
+    };
+    let date = resumed
+        .as_ref()
+        .and_then(|s| s.start_date().map(str::to_string))
+        .unwrap_or_else(session::today);
+    let system_prompt =
+        SystemPrompt::load(&home, &cwd).render(&PromptInputs::gather(&home, &cwd, &date));
+
+    let provider: Arc<dyn llm::Provider> = Arc::new(router);
+    let stream_options = stream_options(cli, config);
+    let mut agent_config = AgentConfig::new(model.clone(), provider.clone());
+    agent_config.thinking = thinking;
+    agent_config.system_prompt = system_prompt;
+    agent_config.tools = tools;
+    agent_config.stream_options = stream_options.clone();
+    if let Some(mode) = config.queue.steering {
+        agent_config.steering_mode = mode;
+    }
+    if let Some(mode) = config.queue.follow_up {
+        agent_config.follow_up_mode = mode;
+    }
+    let defaults = CompactionSettings::default();
+    agent_config.compactor = Some(Arc::new(SessionCompactor {
+        provider,
+        options: stream_options,
+        settings: CompactionSettings {
+            enabled: config.compaction.enabled.unwrap_or(defaults.enabled),
+            reserve_tokens: config
+                .compaction
+                .reserve_tokens
+                .unwrap_or(defaults.reserve_tokens),
+            keep_recent_tokens: config
+                .compaction
+                .keep_recent_tokens
+                .unwrap_or(defaults.keep_recent_tokens),
+        },
+    }));
+    let history = resumed
+        .as_ref()
+        .map(|s| s.messages.clone())
+        .unwrap_or_default();
+    agent_config.messages = history.clone();
+
+    let writer = if cli.no_session {
+        None
+    } else {
+        Some(match &resumed {
+            Some(session) => SessionWriter::resume(session)
+                .map_err(|e| Fail(format!("cannot append to {}: {e}", session.path.display())))?,
+            None => SessionWriter::create(&home, &cwd, &model, thinking),
+        })
+    };
+    let agent = Agent::spawn(agent_config);
+    let session = writer
+        .as_ref()
+        .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
+    let recorder = Recorder::spawn(&agent, writer);
+    Ok(Setup {
+        agent,
+        model,
+        thinking,
+        cwd,
+        home,
+        registry,
+        history,
+        session,
+        recorder,
+        no_session: cli.no_session,
+    })
+}
+
+/// A fresh session file for `/new` and `new_session` (none with `--no-session`).
+pub fn new_writer(setup: &Setup) -> Option<SessionWriter> {
+    (!setup.no_session)
+        .then(|| SessionWriter::create(&setup.home, &setup.cwd, &setup.model, setup.thinking))
+}
+
+fn stream_options(cli: &Cli, config: &Config) -> StreamOptions {
+    let defaults = RetryPolicy::default();
+    StreamOptions {
+        api_key: cli.api_key.clone(),
+        retry: RetryPolicy {
+            max_retries: config.retry.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: config
+                .retry
+                .base_delay_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+            max_delay: config
+                .retry
+                .max_delay_ms
+                .map_or(defaults.max_delay, Duration::from_millis),
+        },
+        ..StreamOptions::default()
+    }
+}
+
+/// The model the flags and config ask for; with neither, the first provider with a key.
+pub fn resolve_model(
+    cli: &Cli,
+    config: &Config,
+    registry: &Registry,
+    router: &Router,
+) -> Result<Model, Fail> {
+    let named = match (&cli.provider, &cli.model) {
+        (Some(provider), Some(id)) if !id.starts_with(&format!("{provider}/")) => {
+            Some(format!("{provider}/{id}"))
+        }
+        (_, Some(name)) => Some(name.clone()),
+        (_, None) => config.model.clone(),
+    };
+    if let Some(url) = &cli.base_url {
+        let name = named
+            .ok_or_else(|| Fail("--base-url needs --model (the id the server expects)".into()))?;
+        let known = registry.get(&name);
+        let (provider, id) = match (&cli.provider, name.split_once('/')) {
+            (Some(p), _) => (
+                p.clone(),
+                name.strip_prefix(&format!("{p}/"))
+                    .unwrap_or(&name)
+                    .to_string(),
+            ),
+            (None, _) => ("custom".to_string(), name.clone()),
+        };
+        return Ok(Model {
+            id,
+            provider,
+            api: cli
+                .api
+                .map(Api::from)
+                .or(known.as_ref().map(|m| m.api))
+                .unwrap_or(Api::OpenaiCompletions),
+            base_url: url.clone(),
+            context_window: known.as_ref().map_or(128_000, |m| m.context_window),
+            max_output: known.as_ref().map_or(16_384, |m| m.max_output),
+            reasoning: known.as_ref().is_some_and(|m| m.reasoning),
+            cost: known.map_or(ModelCost::default(), |m| m.cost),
+        });
+    }
+    if let Some(name) = named {
+        return registry
+            .get(&name)
+            .ok_or_else(|| Fail(format!("unknown model `{name}`; `coding-agent --list-models` lists them, and config.toml can add one")));
+    }
+    const DEFAULTS: [&str; 4] = [
+        "openai/gpt-5",
+        "anthropic/claude-sonnet-4-5",
+        "google/gemini-2.5-pro",
+        "deepseek/deepseek-chat",
+    ];
+    DEFAULTS
+        .iter()
+        .filter_map(|name| registry.get(name))
+        .find(|m| router.key(&m.provider).is_some())
+        .ok_or_else(|| Fail(NO_KEY.to_string()))
+}
+
+fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
+    if cli.api_key.is_some() || is_local(&model.base_url) || router.key(&model.provider).is_some() {
+        return Ok(());
+    }
+    let var = llm::api_key_env(&model.provider);
+    Err(Fail(format!(
+        "no API key for provider `{}` (model {}): set {var}, pass --api-key, or set api_key in config.toml under [providers.{}]",
+        model.provider, model.id, model.provider
+    )))
+}
+
+/// Servers on this machine need no key.
+fn is_local(base_url: &str) -> bool {
+    let authority = base_url
+        .split("://")
+        .nth(1)
+        .unwrap_or(base_url)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host == "localhost" || host == "::1" || host == "0.0.0.0" || host.starts_with("127.")
+}
+
+const NO_KEY: &str = "no API key found.
+Set one of OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or DEEPSEEK_API_KEY (or
+OPENROUTER_API_KEY with --model openrouter/…), or use a local server (llama.cpp, Ollama, vLLM):
+
+  coding-agent --base-url http://127.0.0.1:8080/v1 --model MODEL
+
+or add it to ~/.coding-agent/config.toml once:
+
+  model = \"local/MODEL\"
+  [providers.local]
+  base_url = \"http://127.0.0.1:8080/v1\"
+  models = [{ id = \"MODEL\" }]";
+
+/// The session `--continue`, `--resume` or `--session` asks for.
+pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<LoadedSession>, Fail> {
+    let path = if cli.continue_session {
+        match session::latest_session(home, cwd) {
+            Some(info) => info.path,
+            None => return Err(Fail(format!("no session to continue in {}", cwd.display()))),
+        }
+    } else if let Some(query) = &cli.session {
+        session::find_session(home, cwd, query)
+            .map_err(|e| Fail(format!("no session `{query}`: {e}")))?
+    } else if cli.resume {
+        match pick_session(home, cwd)? {
+            Some(path) => path,
+            None => return Ok(None),
+        }
+    } else {
+        return Ok(None);
+    };
+    let loaded = session::load_session(&path)
+        .map_err(|e| Fail(format!("cannot load {}: {e}", path.display())))?;
+    for warning in &loaded.warnings {
+        eprintln!("coding-agent: {}: {warning}", path.display());
+    }
+    Ok(Some(loaded))
+}
+
+/// `--resume`: a numbered list on the terminal; the user types a number.
+fn pick_session(home: &Home, cwd: &Path) -> Result<Option<PathBuf>, Fail> {
+    let sessions = session::list_sessions(home, cwd);
+    if sessions.is_empty() {
+        return Err(Fail(format!("no sessions to resume in {}", cwd.display())));
+    }
+    eprintln!("Sessions in {} (newest first):", cwd.display());
+    for (i, s) in sessions.iter().enumerate().take(20) {
+        let prompt: String = s.first_prompt.chars().take(60).collect();
+        eprintln!(
+            "{:>3}. {}  {:>4} messages  {:>7}  {prompt}",
+            i + 1,
+            s.created.get(..16).unwrap_or(&s.created).replace('T', " "),
+            s.message_count,
+            human_size(s.size)
+        );
+    }
+    eprint!(
+        "Resume which? [1-{}, Enter to cancel] ",
+        sessions.len().min(20)
+    );
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| Fail(format!("cannot read the choice: {e}")))?;
+    let line = line.trim();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let n: usize = line
+        .parse()
+        .map_err(|_| Fail(format!("`{line}` is not a number from the list")))?;
+    sessions
+        .get(n.wrapping_sub(1))
+        .map(|s| Some(s.path.clone()))
+        .ok_or_else(|| Fail(format!("{n} is not in the list")))
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes < 1024 * 1024 {
+        format!("{:.0} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// `--list-models`.
+pub fn list_models(registry: &Registry) -> String {
+    let mut out = String::from(
+        "MODEL                                      API                  CONTEXT   $IN/M  $OUT/M\n",
+    );
+    for m in registry.models() {
+        let api = serde_json::to_value(m.api)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:<42} {:<20} {:>7}  {:>6.2}  {:>6.2}\n",
+            format!("{}/{}", m.provider, m.id),
+            api,
+            m.context_window,
+            m.cost.input,
+            m.cost.output
+        ));
+    }
+    out
+}

@@ -1,0 +1,420 @@
+//! The binary end to end against mock-llm: print, json and rpc modes, piped stdin, sessions,
+//! config errors and a missing key. Every run points CODING_AGENT_HOME at a temporary dir.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use mock_llm::{MockServer, Reply, Script};
+use serde_json::{Value, json};
+
+const KEYS: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+];
+
+struct Env {
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, server: Option<&MockServer>, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
+        if let Some(server) = server {
+            command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        }
+        command
+            .args(args)
+            .current_dir(self.work.path())
+            .env("CODING_AGENT_HOME", self.home.path());
+        for key in KEYS
+            .iter()
+            .chain(&["CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL"])
+        {
+            command.env_remove(key);
+        }
+        command
+    }
+
+    /// Runs off the async runtime so the in-process server keeps serving.
+    async fn run(&self, server: Option<&MockServer>, args: &[&str], stdin: &str) -> Output {
+        let mut command = self.command(server, args);
+        let stdin = stdin.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut child = command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(stdin.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        })
+        .await
+        .unwrap()
+    }
+
+    fn sessions(&self) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        let root = self.home.path().join("sessions");
+        for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            out.extend(
+                std::fs::read_dir(dir.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        }
+        out
+    }
+}
+
+async fn serve(replies: Vec<Reply>) -> MockServer {
+    MockServer::start(Script { replies }).await.unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn roles(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn print_mode_prints_the_final_answer_after_a_tool_round_trip() {
+    let env = Env::new();
+    std::fs::write(env.work.path().join("hello.txt"), "from the file\n").unwrap();
+    let server = serve(vec![
+        Reply::tool_call("read", json!({"path": "hello.txt"})).with_text("Reading it."),
+        Reply::text("The file says hello."),
+    ])
+    .await;
+    let out = env
+        .run(Some(&server), &["-p", "what is in hello.txt?"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "The file says hello.\n",
+        "only the final answer"
+    );
+    assert!(text(&out.stderr).contains("[read]"));
+    let second = &server.requests()[1].body;
+    assert_eq!(roles(second), ["system", "user", "assistant", "tool"]);
+    assert!(
+        second["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("You are coding-agent")
+    );
+    assert_eq!(second["messages"][3]["content"], "     1\tfrom the file\n");
+    let tools: Vec<&str> = second["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+    );
+    assert_eq!(env.sessions().len(), 1, "the session was saved");
+}
+
+#[tokio::test]
+async fn piped_stdin_is_appended_to_the_prompt() {
+    let env = Env::new();
+    let server = serve(vec![Reply::text("Looks fine.")]).await;
+    let out = env
+        .run(
+            Some(&server),
+            &["-p", "review this diff", "--tools", ""],
+            "+ added line\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"][1]["content"],
+        "review this diff\n\n+ added line"
+    );
+    assert!(body.get("tools").is_none(), "--tools '' runs without tools");
+}
+
+#[tokio::test]
+async fn provider_errors_exit_1_with_a_readable_message() {
+    let env = Env::new();
+    let server = serve(vec![Reply::status(
+        401,
+        r#"{"error":{"message":"invalid API key"}}"#,
+    )])
+    .await;
+    let out = env.run(Some(&server), &["-p", "hello"], "").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("401 Unauthorized: invalid API key"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn json_mode_streams_every_event_as_a_line() {
+    let env = Env::new();
+    let server = serve(vec![
+        Reply::tool_call("ls", json!({})),
+        Reply::text("Two files."),
+    ])
+    .await;
+    let out = env
+        .run(Some(&server), &["--mode", "json", "list files"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"agent_start"));
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    assert!(kinds.contains(&"tool_execution_start") && kinds.contains(&"tool_execution_end"));
+    assert_eq!(kinds.iter().filter(|k| **k == "turn_start").count(), 2);
+}
+
+// The test blocks on the child's output, so the server needs its own worker thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_mode_takes_commands_steers_and_aborts() {
+    let env = Env::new();
+    let flag = env.work.path().join("flag");
+    let wait = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; echo ok",
+        flag.display()
+    );
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": wait})),
+        Reply::text("Steered answer."),
+        Reply::text("A long answer that never ends")
+            .with_chunk_size(2)
+            .with_fault(mock_llm::Fault::Stall { after: 3 }),
+    ])
+    .await;
+    let mut child = env
+        .command(Some(&server), &["--mode", "rpc"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    // Owns stdin: dropping it is the end of input.
+    let mut send = move |value: Value| {
+        writeln!(stdin, "{value}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let wait_for = |want: &dyn Fn(&Value) -> bool| -> Value {
+        loop {
+            let value = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("rpc output");
+            if want(&value) {
+                return value;
+            }
+        }
+    };
+    send(json!({"id": 1, "type": "prompt", "message": "start"}));
+    assert_eq!(wait_for(&|v| v["id"] == 1)["success"], true);
+    wait_for(&|v| v["type"] == "tool_execution_start");
+    send(json!({"id": 2, "type": "steer", "message": "use tabs"}));
+    assert_eq!(wait_for(&|v| v["id"] == 2)["success"], true);
+    std::fs::write(&flag, "").unwrap();
+    wait_for(&|v| v["type"] == "agent_end");
+    send(json!({"id": 3, "type": "get_state"}));
+    let state = wait_for(&|v| v["id"] == 3);
+    assert_eq!(state["data"]["running"], false);
+    assert_eq!(state["data"]["model"], "custom/mock-model");
+
+    send(json!({"id": 4, "type": "prompt", "message": "explain"}));
+    wait_for(&|v| v["type"] == "message_update" && v["event"]["type"] == "text_delta");
+    send(json!({"id": 5, "type": "abort"}));
+    let end = wait_for(&|v| v["type"] == "agent_end");
+    let last = end["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["stop_reason"], "aborted");
+    send(json!({"id": 6, "type": "frobnicate"}));
+    let bad = wait_for(&|v| v["id"] == 6);
+    assert_eq!(bad["success"], false);
+    assert_eq!(bad["error"], "unknown command `frobnicate`");
+    send(json!({"id": 7, "type": "get_messages"}));
+    let messages = wait_for(&|v| v["id"] == 7);
+    // start, call, result, steer, answer; explain, the aborted answer.
+    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 7);
+    drop(send);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rpc mode did not end at the end of input"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+
+    let requests = server.requests();
+    assert_eq!(
+        roles(&requests[1].body),
+        ["system", "user", "assistant", "tool", "user"]
+    );
+    assert_eq!(requests[1].body["messages"][4]["content"], "use tabs");
+}
+
+#[tokio::test]
+async fn continue_resumes_the_latest_session_with_its_history() {
+    let env = Env::new();
+    let server = serve(vec![
+        Reply::text("First answer."),
+        Reply::text("Second answer."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "first question"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = env
+        .run(Some(&server), &["-p", "second question", "--continue"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = &server.requests()[1].body;
+    assert_eq!(roles(body), ["system", "user", "assistant", "user"]);
+    assert_eq!(body["messages"][2]["content"], "First answer.");
+    assert_eq!(env.sessions().len(), 1, "continued in the same file");
+    let out = env
+        .run(
+            Some(&server),
+            &["-p", "third", "--no-session", "--continue"],
+            "",
+        )
+        .await;
+    assert!(!text(&out.stderr).contains("panicked"));
+}
+
+#[tokio::test]
+async fn config_errors_name_the_file_line_and_key() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "model = \"x\"\n[queue]\nsteer = \"all\"\n",
+    )
+    .unwrap();
+    let out = env.run(None, &["-p", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("config.toml:3:1: unknown field `steer`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_first_run_without_any_key_explains_what_to_set() {
+    let env = Env::new();
+    let out = env.run(None, &["-p", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no API key found") && stderr.contains("OPENAI_API_KEY"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[providers.local]"), "{stderr}");
+    let out = env
+        .run(
+            None,
+            &["-p", "hi", "--model", "anthropic/claude-sonnet-4-5"],
+            "",
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("set ANTHROPIC_API_KEY"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_configured_local_provider_needs_no_key() {
+    let env = Env::new();
+    let server = serve(vec![Reply::text("Local hello.")]).await;
+    let config = format!(
+        "model = \"mybox/qwen\"\n[providers.mybox]\napi = \"openai-completions\"\nbase_url = \"{}\"\nmodels = [{{ id = \"qwen\", context_window = 32768 }}]\n",
+        server.url()
+    );
+    std::fs::write(env.home.path().join("config.toml"), config).unwrap();
+    let out = env.run(None, &["-p", "hi"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Local hello.\n");
+    assert_eq!(server.requests()[0].body["model"], "qwen");
+}
+
+#[tokio::test]
+async fn list_models_and_usage_errors() {
+    let env = Env::new();
+    let out = env.run(None, &["--list-models"], "").await;
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("anthropic/claude-sonnet-4-5"));
+    let out = env.run(None, &["--mode", "json"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = env.run(None, &["--thinking", "extreme"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = env
+        .run(
+            None,
+            &[
+                "--tools",
+                "read,telepathy",
+                "-p",
+                "x",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown tool `telepathy`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
