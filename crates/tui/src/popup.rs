@@ -174,9 +174,9 @@ mod tests {
                 .iter()
                 .map(|r| r.0.as_str())
                 .collect::<Vec<_>>(),
-            ["/copy", "/clear"]
+            ["/compact", "/copy", "/clear"]
         );
-        assert_eq!(popup.accept("/c"), "/copy");
+        assert_eq!(popup.accept("/c"), "/compact");
         assert!(Popup::for_text("/copy now", &[]).is_none());
         assert!(Popup::for_text("/zzz", &[]).is_none());
     }
