@@ -306,7 +306,18 @@ impl App {
 
     fn tool_cell(&mut self, id: &str) -> Option<&mut CellKind> {
         let index = *self.tools.get(id)?;
-        Some(self.cells[index].edit())
+        Some(self.cells.get_mut(index)?.edit())
+    }
+
+    /// Empties the transcript (the conversation itself is the agent's business).
+    pub fn clear_transcript(&mut self) {
+        self.cells.clear();
+        self.blocks.clear();
+        self.tools.clear();
+        self.calls.clear();
+        self.scroll = 0;
+        self.transcript_total = 0;
+        self.dirty = true;
     }
 
     fn tool_result(&mut self, id: &str, result: &ToolResultMessage) {

@@ -220,8 +220,7 @@ fn command(app: &mut App, name: &str, args: &str) -> Vec<Action> {
             }
         },
         "/clear" => {
-            app.cells.clear();
-            app.scroll = 0;
+            app.clear_transcript();
             Vec::new()
         }
         unknown => {

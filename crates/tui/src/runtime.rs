@@ -180,8 +180,7 @@ fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
             app.push_cell(CellKind::Notice(text));
         }
         Ui::History(messages, note) => {
-            app.cells.clear();
-            app.scroll = 0;
+            app.clear_transcript();
             app.load_history(&messages);
             app.push_cell(CellKind::Notice(note));
         }
