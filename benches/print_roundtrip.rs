@@ -10,26 +10,43 @@ use serde_json::json;
 const RUNS: usize = 20;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut replies = Vec::new();
     for _ in 0..RUNS {
         replies.push(Reply::tool_call("bash", json!({"command": "echo hello"})));
         replies.push(Reply::text("It printed hello."));
     }
-    let server = runtime.block_on(MockServer::start(Script { replies })).unwrap();
+    let server = runtime
+        .block_on(MockServer::start(Script { replies }))
+        .unwrap();
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut times: Vec<Duration> = Vec::new();
     for _ in 0..RUNS {
         let started = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
-            .args(["-p", "run echo hello", "--base-url", &server.url(), "--model", "bench"])
+            .args([
+                "-p",
+                "run echo hello",
+                "--base-url",
+                &server.url(),
+                "--model",
+                "bench",
+            ])
             .current_dir(work.path())
             .env("CODING_AGENT_HOME", home.path())
             .output()
             .unwrap();
         times.push(started.elapsed());
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "It printed hello.\n");
     }
     times.sort();
@@ -45,5 +62,8 @@ fn main() {
         times[0].as_secs_f64() * 1000.0,
         times[RUNS - 1].as_secs_f64() * 1000.0
     );
-    println!("peak RSS of the largest run: {:.1} MB (target < 25 MB)", rss_kb as f64 / 1024.0);
+    println!(
+        "peak RSS of the largest run: {:.1} MB (target < 25 MB)",
+        rss_kb as f64 / 1024.0
+    );
 }

@@ -207,9 +207,7 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> StreamEvent {
-        out.extend(builder.end_open_toolcalls());
-        builder.usage = self.usage;
-        builder.usage.cost = model.cost_of(&self.usage);
+        out.extend(builder.settle(model, Some(self.usage)));
         match self.stop_reason.as_deref() {
             Some("tool_use") => builder.done(StopReason::ToolUse),
             Some("max_tokens") | Some("model_context_window_exceeded") => {

@@ -178,6 +178,16 @@ impl AssistantBuilder {
         }
     }
 
+    /// At the end of a response: records `usage` with its cost at `model`'s prices, and closes
+    /// the tool calls still open (their events are returned).
+    pub fn settle(&mut self, model: &crate::Model, usage: Option<Usage>) -> Vec<StreamEvent> {
+        if let Some(usage) = usage {
+            self.usage = usage;
+            self.usage.cost = model.cost_of(&usage);
+        }
+        self.end_open_toolcalls()
+    }
+
     /// Closes every tool call still streaming, parsing its arguments strictly.
     pub fn end_open_toolcalls(&mut self) -> Vec<StreamEvent> {
         let open: Vec<usize> = (0..self.blocks.len())

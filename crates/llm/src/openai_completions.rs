@@ -99,11 +99,7 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> StreamEvent {
-        out.extend(builder.end_open_toolcalls());
-        if let Some(usage) = self.usage {
-            builder.usage = usage;
-            builder.usage.cost = model.cost_of(&usage);
-        }
+        out.extend(builder.settle(model, self.usage));
         match self.finish_reason.as_deref() {
             Some("length") => builder.done(StopReason::Length),
             Some("content_filter") => builder.failed(

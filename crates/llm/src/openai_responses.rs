@@ -194,11 +194,7 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> StreamEvent {
-        out.extend(builder.end_open_toolcalls());
-        if let Some(usage) = self.usage {
-            builder.usage = usage;
-            builder.usage.cost = model.cost_of(&usage);
-        }
+        out.extend(builder.settle(model, self.usage));
         match self.incomplete.as_deref() {
             Some("max_output_tokens") => builder.done(StopReason::Length),
             Some(reason) => builder.failed(
