@@ -418,3 +418,48 @@ async fn list_models_and_usage_errors() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn ctrl_c_in_print_mode_kills_the_command_and_saves_the_session() {
+    let env = Env::new();
+    let pid_file = env.work.path().join("pid");
+    let command = format!("echo $$ > {}; sleep 30", pid_file.display());
+    let server = serve(vec![Reply::tool_call("bash", json!({"command": command}))]).await;
+    let mut child = env
+        .command(Some(&server), &["-p", "sleep"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the agent exited before the command started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // SAFETY: a plain signal to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        !tools::group_alive(pgid),
+        "the command outlived the interrupt"
+    );
+    let sessions = env.sessions();
+    assert_eq!(sessions.len(), 1);
+    let saved = std::fs::read_to_string(&sessions[0]).unwrap();
+    assert!(
+        saved.contains("\"role\":\"tool_result\""),
+        "the aborted call's result was saved: {saved}"
+    );
+}

@@ -82,6 +82,10 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
     if output == Output::Answer {
         let _ = writeln!(stdout, "{}", message.text());
     }
+    if interrupted {
+        eprintln!("coding-agent: aborted");
+        return ExitCode::FAILURE;
+    }
     match message.stop_reason {
         StopReason::Error | StopReason::Aborted => {
             if output == Output::Answer {
