@@ -282,10 +282,7 @@ fn perform(
                         })
                         .collect()
                 }
-                ChoiceKind::Thinking => LEVELS
-                    .iter()
-                    .map(|l| (level_name(*l), String::new()))
-                    .collect(),
+                ChoiceKind::Thinking => thinking_items(),
                 ChoiceKind::Session => {
                     choices.sessions = ctx.host.sessions();
                     choices
@@ -315,6 +312,14 @@ fn perform(
                     "Model: {}/{} (from the next request).",
                     model.provider, model.id
                 )));
+                // A reasoning model: pick its thinking level next.
+                if model.reasoning {
+                    input.popup = Some(Popup::Choice {
+                        kind: ChoiceKind::Thinking,
+                        items: thinking_items(),
+                        selected: 0,
+                    });
+                }
             }
         }
         Action::Chose(ChoiceKind::Thinking, i) => {
@@ -372,6 +377,13 @@ fn perform(
         }
         Action::Quit => app.should_quit = true,
     }
+}
+
+fn thinking_items() -> Vec<(String, String)> {
+    LEVELS
+        .iter()
+        .map(|l| (level_name(*l), String::new()))
+        .collect()
 }
 
 fn level_name(level: ThinkingLevel) -> String {
