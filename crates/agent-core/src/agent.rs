@@ -320,10 +320,12 @@ impl Owner {
             Command::Steer(message) => {
                 self.steering.messages.push_back(message);
                 self.broadcast_queues();
+                self.run_queued_if_idle();
             }
             Command::FollowUp(message) => {
                 self.follow_up.messages.push_back(message);
                 self.broadcast_queues();
+                self.run_queued_if_idle();
             }
             Command::Abort => {
                 if let Some(run) = &self.run {
@@ -439,7 +441,8 @@ impl Owner {
         tokio::spawn(async move {
             // A panicking compactor still reports back; the balance closes its events.
             let _ = tokio::spawn(compaction).await;
-            let _ = done.send(Internal::Finished { drained: false });
+            // Messages queued during the compaction run next (unless it was aborted).
+            let _ = done.send(Internal::Finished { drained: true });
         });
         self.run = Some(ActiveRun { cancel });
         Ok(())
@@ -491,6 +494,22 @@ impl Owner {
         }
     }
 
+    /// A message queued while no run is going (the sender's view of the run was stale) would
+    /// otherwise wait for the next prompt: it starts a run instead.
+    fn run_queued_if_idle(&mut self) {
+        if self.run.is_some() || !self.handles_alive {
+            return;
+        }
+        let mut next = self.steering.take();
+        if next.is_empty() {
+            next = self.follow_up.take();
+        }
+        if !next.is_empty() {
+            self.broadcast_queues();
+            self.start_run(next);
+        }
+    }
+
     fn run_cancelled(&self) -> bool {
         self.run.as_ref().is_some_and(|r| r.cancel.is_cancelled())
     }
@@ -504,14 +523,9 @@ impl Owner {
         }
         // Messages queued after the run's last poll would otherwise wait for the next prompt;
         // never after an abort, and never once nobody holds a handle to abort it.
-        if drained && !cancelled && self.handles_alive {
-            let mut next = self.steering.take();
-            if next.is_empty() {
-                next = self.follow_up.take();
-            }
-            if !next.is_empty() {
-                self.broadcast_queues();
-                self.start_run(next);
+        if drained && !cancelled {
+            self.run_queued_if_idle();
+            if self.run.is_some() {
                 return;
             }
         }

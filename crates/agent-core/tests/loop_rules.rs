@@ -610,13 +610,29 @@ async fn prompt_while_running_is_refused_and_continue_resumes_after_abort() {
 
 #[tokio::test]
 async fn take_queued_returns_both_queues_and_empties_them() {
-    let h = harness(vec![]).spawn();
+    let mut h = harness(vec![support::ReplyScript::new().hang()]).spawn();
+    h.agent.prompt(AgentMessage::user("go")).await.unwrap();
     h.agent.steer(AgentMessage::user("s"));
     h.agent.follow_up(AgentMessage::user("f"));
     let (steering, follow_up) = h.agent.take_queued().await.unwrap();
     assert_eq!((steering.len(), follow_up.len()), (1, 1));
     let snapshot = h.agent.snapshot().await.unwrap();
     assert!(snapshot.steering.is_empty() && snapshot.follow_up.is_empty());
+    h.agent.abort();
+    h.settle().await;
+}
+
+#[tokio::test]
+async fn a_message_queued_while_idle_starts_a_run() {
+    let mut h = harness(vec![text_reply("done"), text_reply("picked up")]).spawn();
+    h.run("first").await;
+    // A UI that still thought the run was going sends a steer: it must not wait unseen.
+    h.agent.steer(AgentMessage::user("late steer"));
+    let events = h.settle().await;
+    assert_balanced(&events);
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(last_user_text(&contexts[1]), "late steer");
 }
 
 #[tokio::test]
