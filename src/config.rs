@@ -80,6 +80,13 @@ impl Config {
         let mut config = Self::read(home)?.unwrap_or_default();
         let project = session::repository_root(cwd).join(".coding-agent/config.toml");
         if let Some(overrides) = Self::read(&project)? {
+            // A repository must not point your API keys at another server.
+            if !overrides.providers.is_empty() {
+                return Err(format!(
+                    "{}: [providers] may only be set in the home config.toml",
+                    project.display()
+                ));
+            }
             config.merge(overrides);
         }
         Ok(config)

@@ -115,8 +115,13 @@ pub fn build(
     let system_prompt =
         SystemPrompt::load(&home, &cwd).render(&PromptInputs::gather(&home, &cwd, &date));
 
+    // --api-key belongs to the model it was given for, not to every provider /model reaches.
+    let router = match &cli.api_key {
+        Some(key) => router.with_key(model.provider.clone(), key.clone()),
+        None => router,
+    };
     let provider: Arc<dyn llm::Provider> = Arc::new(router);
-    let stream_options = stream_options(cli, config);
+    let stream_options = stream_options(config);
     let mut agent_config = AgentConfig::new(model.clone(), provider.clone());
     agent_config.thinking = thinking;
     agent_config.system_prompt = system_prompt;
@@ -184,10 +189,9 @@ pub fn new_writer(setup: &Setup) -> Option<SessionWriter> {
         .then(|| SessionWriter::create(&setup.home, &setup.cwd, &setup.model, setup.thinking))
 }
 
-fn stream_options(cli: &Cli, config: &Config) -> StreamOptions {
+fn stream_options(config: &Config) -> StreamOptions {
     let defaults = RetryPolicy::default();
     StreamOptions {
-        api_key: cli.api_key.clone(),
         retry: RetryPolicy {
             max_retries: config.retry.max_retries.unwrap_or(defaults.max_retries),
             base_delay: config

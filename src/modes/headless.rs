@@ -27,6 +27,7 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let mut stdout = std::io::stdout().lock();
+    let mut stop = stop_signals();
     let mut last = None;
     let mut interrupted = false;
     loop {
@@ -35,7 +36,7 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
                 Some(event) => event,
                 None => break,
             },
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            _ = stop.recv(), if !interrupted => {
                 interrupted = true;
                 eprintln!("\ncoding-agent: interrupted, stopping…");
                 agent.abort();
@@ -100,6 +101,29 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
         }
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, as one stream: each asks to stop cleanly.
+pub fn stop_signals() -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for kind in [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ] {
+        let tx = tx.clone();
+        if let Ok(mut stream) = signal(kind) {
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    rx
 }
 
 fn one_line(text: &str, max: usize) -> String {

@@ -14,18 +14,13 @@ use crate::recorder::Recorder;
 use crate::setup::Setup;
 
 pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
-    if let Some(prompt) = first_prompt
-        && let Err(err) = setup.agent.prompt(AgentMessage::user(prompt)).await
-    {
-        eprintln!("coding-agent: {err}");
-        return ExitCode::FAILURE;
-    }
     let options = tui::Options {
         cwd: setup.cwd.clone(),
         model: setup.model.id.clone(),
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),
+        first_prompt,
     };
     let host = Arc::new(SessionHost {
         agent: setup.agent.clone(),

@@ -18,8 +18,15 @@ use crate::setup::{self, Setup};
 pub async fn run(mut setup: Setup) -> ExitCode {
     let mut events = setup.agent.subscribe();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stop = crate::modes::headless::stop_signals();
     loop {
         tokio::select! {
+            _ = stop.recv() => {
+                // Stop what runs (killing its commands), save, and leave.
+                setup.agent.abort();
+                let _ = setup.agent.wait_idle().await;
+                break;
+            }
             event = events.recv() => match event {
                 Some(event) => emit(&serde_json::to_value(&event).unwrap_or(Value::Null)),
                 None => break,
@@ -29,6 +36,9 @@ pub async fn run(mut setup: Setup) -> ExitCode {
                 Ok(Some(line)) => {
                     let response = handle(&mut setup, &line).await;
                     emit(&response);
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::InvalidData => {
+                    emit(&response(&Value::Null, "parse", Err(format!("not UTF-8: {err}"))));
                 }
                 Ok(None) | Err(_) => {
                     // Finish what was asked, then stop.

@@ -117,7 +117,8 @@ async fn run(
         readers.push(tokio::spawn(pump(stderr, output.clone())));
     }
 
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    // A timeout too large to add is no timeout.
+    let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
     let mut ticker = tokio::time::interval(UPDATE_EVERY);
     let mut reported = 0u64;
     let end = loop {
@@ -127,7 +128,7 @@ async fn run(
                 Err(e) => return Err(format!("Waiting for the command failed: {e}.")),
             },
             _ = ctx.cancel.cancelled() => break End::Aborted,
-            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
+            _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
                 break End::TimedOut(timeout.unwrap_or_default());
             }
             _ = ticker.tick() => {

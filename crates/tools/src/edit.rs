@@ -159,7 +159,8 @@ fn apply(original: &str, edits: &[(String, String)], shown: &str) -> Result<Edit
         Some(rest) => (BOM, rest),
         None => ("", original),
     };
-    let crlf = body.contains("\r\n");
+    // Only a file whose every line ends in CRLF is edited as CRLF; a mixed one is left as is.
+    let crlf = body.contains("\r\n") && body.matches("\r\n").count() == body.matches('\n').count();
     let content = if crlf {
         body.replace("\r\n", "\n")
     } else {
@@ -269,6 +270,12 @@ mod tests {
             done.file_bytes(),
             "\u{feff}a\r\nB\r\nB2\r\nc\r\n".as_bytes()
         );
+    }
+
+    #[test]
+    fn mixed_line_endings_are_left_alone() {
+        let done = apply("a\r\nb\nc\n", &[edit("b", "B")], "f").unwrap();
+        assert_eq!(done.file_bytes(), b"a\r\nB\nc\n");
     }
 
     #[test]

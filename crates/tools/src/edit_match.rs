@@ -37,7 +37,7 @@ pub(crate) struct Region {
 }
 
 pub(crate) fn find(content: &str, old: &str) -> Result<Found, Miss> {
-    let exact: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
+    let exact = occurrences(content, old);
     match exact.as_slice() {
         [start] => return Ok(Found::Exact(*start..start + old.len())),
         [] => {}
@@ -83,6 +83,26 @@ pub(crate) fn find(content: &str, old: &str) -> Result<Found, Miss> {
         }
     }
     Err(Miss::NotFound(closest(content, &lines, &wanted)))
+}
+
+/// Where `needle` starts in `haystack`, overlapping occurrences included (`}\n}\n` occurs
+/// twice in `}\n}\n}\n`, and an edit of it would be ambiguous).
+fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = haystack[from..].find(needle) {
+        found.push(from + at);
+        // Next char boundary after this start.
+        from += at
+            + haystack[from + at..]
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8);
+        if from > haystack.len() {
+            break;
+        }
+    }
+    found
 }
 
 /// Byte spans of each line, without its newline.
@@ -185,6 +205,10 @@ mod tests {
     #[test]
     fn ambiguous_matches_report_their_lines() {
         assert_eq!(find("x\ny\nx\n", "x"), Err(Miss::Ambiguous(vec![1, 3])));
+        assert_eq!(
+            find("}\n}\n}\n", "}\n}\n"),
+            Err(Miss::Ambiguous(vec![1, 2]))
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub enum Action {
     ContinueAfterAbort(Vec<AgentMessage>),
     Copy(String),
     Shell(String),
+    StopShell,
     /// Open a choice list (`/model`, `/thinking`, `/resume`).
     Choose(ChoiceKind),
     /// Item `index` of an open choice list was picked.
@@ -61,6 +62,8 @@ pub struct App {
     pub expand_tools: bool,
     pub show_thinking: bool,
     pub abort_requested: bool,
+    /// A `!cmd` is running (Esc stops it when the agent is idle).
+    pub shell_running: bool,
     /// A compaction is summarising the history.
     pub compacting: bool,
     /// The provider is waiting to retry: what to show, and until when.
@@ -90,6 +93,7 @@ impl App {
             expand_tools: false,
             show_thinking: true,
             abort_requested: false,
+            shell_running: false,
             compacting: false,
             retry: None,
             interrupted_shown: false,
@@ -154,12 +158,7 @@ impl App {
                 tool_name,
                 arguments,
             } => {
-                let index = self.push_cell(CellKind::Tool(ToolCell::new(
-                    tool_call_id,
-                    tool_name,
-                    arguments.clone(),
-                )));
-                self.tools.insert(tool_call_id.clone(), index);
+                self.start_tool(tool_call_id, tool_name, arguments.clone());
             }
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
@@ -307,6 +306,18 @@ impl App {
     fn tool_cell(&mut self, id: &str) -> Option<&mut CellKind> {
         let index = *self.tools.get(id)?;
         Some(self.cells.get_mut(index)?.edit())
+    }
+
+    /// A tool cell for call `id`, filled in by its result later.
+    pub fn start_tool(&mut self, id: &str, name: &str, args: Value) {
+        let index = self.push_cell(CellKind::Tool(ToolCell::new(id, name, args)));
+        self.tools.insert(id.to_string(), index);
+    }
+
+    /// The result of call `id` (a `!cmd` shell, which the agent does not know about).
+    pub fn finish_tool(&mut self, result: &ToolResultMessage) {
+        self.dirty = true;
+        self.tool_result(&result.tool_call_id, result);
     }
 
     /// Empties the transcript (the conversation itself is the agent's business).

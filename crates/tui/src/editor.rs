@@ -57,8 +57,9 @@ impl Editor {
         for (placeholder, pasted) in self.pastes.drain(..) {
             text = text.replacen(&placeholder, &pasted, 1);
         }
-        if !shown.trim().is_empty() && self.history.last() != Some(&shown) {
-            self.history.push(shown);
+        // History keeps what was sent, so a recalled paste is sent whole again.
+        if !shown.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
         }
         self.browsing = None;
         self.area = fresh_area();

@@ -67,9 +67,12 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             if input.popup.take().is_some() {
                 return Vec::new();
             }
-            if app.running {
-                app.abort_requested = true;
+            if app.running || app.compacting {
+                app.abort_requested = app.running;
                 return vec![Action::Abort];
+            }
+            if app.shell_running {
+                return vec![Action::StopShell];
             }
             Vec::new()
         }
@@ -115,7 +118,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         KeyCode::Up if app.editor.history_up() => Vec::new(),
         KeyCode::Down if app.editor.history_down() => Vec::new(),
         KeyCode::PageUp => {
-            app.scroll += input.page.saturating_sub(2).max(1);
+            app.scroll = app
+                .scroll
+                .saturating_add(input.page.saturating_sub(2).max(1));
             Vec::new()
         }
         KeyCode::PageDown => {
@@ -147,7 +152,7 @@ pub fn on_paste(app: &mut App, text: &str) {
 
 pub fn on_mouse(app: &mut App, mouse: MouseEvent) {
     match mouse.kind {
-        MouseEventKind::ScrollUp => app.scroll += 3,
+        MouseEventKind::ScrollUp => app.scroll = app.scroll.saturating_add(3),
         MouseEventKind::ScrollDown => app.scroll = app.scroll.saturating_sub(3),
         _ => return,
     }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use crate::app::{Action, App};
-use crate::cells::{CellKind, ToolCell};
+use crate::cells::CellKind;
 use crate::host::Host;
 use crate::input::{self, InputState};
 use crate::popup::{ChoiceKind, Popup};
@@ -35,6 +35,8 @@ pub struct Options {
     pub context_window: u64,
     /// History to show (a resumed session).
     pub history: Vec<AgentMessage>,
+    /// Sent once the UI listens, so its run is shown (and Esc can stop it) from the start.
+    pub first_prompt: Option<String>,
 }
 
 /// Results of background work, back on the UI loop.
@@ -47,10 +49,7 @@ enum Ui {
         follow_up: Vec<AgentMessage>,
         after_abort: bool,
     },
-    ShellDone {
-        index: usize,
-        result: ToolResultMessage,
-    },
+    ShellDone(ToolResultMessage),
     Notice(String),
 }
 
@@ -66,11 +65,16 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     let mut app = App::new(status);
     app.load_history(&options.history);
     let mut input = InputState::default();
-    let mut agent_events = agent.subscribe();
-    let mut terminal_events = EventStream::new();
     let (ui_tx, mut ui_rx) = mpsc::unbounded_channel();
+    let mut agent_events = agent.subscribe();
+    if let Some(prompt) = options.first_prompt.clone() {
+        perform_prompt(&agent, prompt, &ui_tx);
+    }
+    let mut terminal_events = EventStream::new();
     list_files(options.cwd.clone(), ui_tx.clone());
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
     let mut last_frame = Instant::now() - FRAME;
     let mut choices = Choices::default();
 
@@ -107,6 +111,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             Some(message) = ui_rx.recv() => actions = on_ui(&mut app, &mut input, message),
             _ = sleep_until(wake), if wake.is_some() => app.dirty = true,
             _ = sigterm.recv() => break,
+            _ = sighup.recv() => break,
         }
         for action in actions {
             let ctx = Ctx {
@@ -120,7 +125,10 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             break;
         }
     }
+    // Let the run close (tool results paired, session written) before the terminal is back.
+    choices.shell.cancel();
     agent.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(5), agent.wait_idle()).await;
     Ok(())
 }
 
@@ -165,16 +173,9 @@ fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
                 return vec![Action::ContinueAfterAbort(steering)];
             }
         }
-        Ui::ShellDone { index, result } => {
-            if let Some(CellKind::Tool(cell)) = app.cells.get_mut(index).map(|c| c.edit()) {
-                cell.duration = result
-                    .details
-                    .as_ref()
-                    .and_then(|d| d.get("duration_ms"))
-                    .and_then(|v| v.as_u64())
-                    .map(Duration::from_millis);
-                cell.result = Some(result);
-            }
+        Ui::ShellDone(result) => {
+            app.shell_running = false;
+            app.finish_tool(&result);
         }
         Ui::Notice(text) => {
             app.push_cell(CellKind::Notice(text));
@@ -200,6 +201,8 @@ struct Ctx<'a> {
 struct Choices {
     models: Vec<llm::Model>,
     sessions: Vec<crate::host::SessionChoice>,
+    /// Stops the running `!cmd`.
+    shell: CancellationToken,
 }
 
 const LEVELS: [ThinkingLevel; 5] = [
@@ -219,19 +222,7 @@ fn perform(
 ) {
     let (agent, ui_tx) = (ctx.agent, ctx.ui_tx);
     match action {
-        Action::Prompt(text) => {
-            let (agent, tx) = (agent.clone(), ui_tx.clone());
-            tokio::spawn(async move {
-                let message = AgentMessage::user(text);
-                // The run may have ended and restarted in between: then it is a follow-up.
-                if agent.prompt(message.clone()).await == Err(AgentError::Busy) {
-                    agent.follow_up(message);
-                    let _ = tx.send(Ui::Notice(
-                        "The agent was busy: your message was queued as a follow-up.".into(),
-                    ));
-                }
-            });
-        }
+        Action::Prompt(text) => perform_prompt(agent, text, ui_tx),
         Action::Steer(text) => agent.steer(AgentMessage::user(text)),
         Action::FollowUp(text) => agent.follow_up(AgentMessage::user(text)),
         Action::Abort => agent.abort(),
@@ -250,7 +241,12 @@ fn perform(
         Action::ContinueAfterAbort(messages) => {
             let agent = agent.clone();
             tokio::spawn(async move {
-                let _ = agent.prompt_all(messages).await;
+                // A prompt got in first: the messages go back to the steering queue.
+                if agent.prompt_all(messages.clone()).await == Err(AgentError::Busy) {
+                    for message in messages {
+                        agent.steer(message);
+                    }
+                }
             });
         }
         Action::Copy(text) => {
@@ -263,7 +259,16 @@ fn perform(
             };
             app.push_cell(CellKind::Notice(note));
         }
-        Action::Shell(command) => run_shell(app, command, ui_tx.clone()),
+        Action::Shell(command) => {
+            if app.shell_running {
+                app.push_cell(CellKind::Notice(
+                    "A shell command is still running (Esc stops it).".into(),
+                ));
+            } else {
+                choices.shell = run_shell(app, command, ui_tx.clone());
+            }
+        }
+        Action::StopShell => choices.shell.cancel(),
         Action::Choose(kind) => {
             let items: Vec<(String, String)> = match kind {
                 ChoiceKind::Model => {
@@ -393,27 +398,51 @@ fn level_name(level: ThinkingLevel) -> String {
         .unwrap_or_default()
 }
 
-/// `!cmd`: runs through the bash tool and shows the output; the model never sees it.
-fn run_shell(app: &mut App, command: String, tx: mpsc::UnboundedSender<Ui>) {
+fn perform_prompt(agent: &Agent, text: String, ui_tx: &mpsc::UnboundedSender<Ui>) {
+    let (agent, tx) = (agent.clone(), ui_tx.clone());
+    tokio::spawn(async move {
+        let message = AgentMessage::user(text);
+        // The run may have ended and restarted in between: then it is a follow-up.
+        if agent.prompt(message.clone()).await == Err(AgentError::Busy) {
+            agent.follow_up(message);
+            let _ = tx.send(Ui::Notice(
+                "The agent was busy: your message was queued as a follow-up.".into(),
+            ));
+        }
+    });
+}
+
+/// `!cmd`: runs through the bash tool and shows the output; the model never sees it. Returns
+/// the token that stops it.
+fn run_shell(app: &mut App, command: String, tx: mpsc::UnboundedSender<Ui>) -> CancellationToken {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!(
+        "shell-{}",
+        COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let args = serde_json::json!({"command": command});
-    let index = app.push_cell(CellKind::Tool(ToolCell::new("shell", "bash", args.clone())));
+    app.start_tool(&id, "bash", args.clone());
+    app.shell_running = true;
+    let cancel = CancellationToken::new();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let token = cancel.clone();
     tokio::spawn(async move {
         let tool = tools::BashTool::new(cwd);
-        let ctx = ToolContext::new("shell", CancellationToken::new(), |_| {});
+        let ctx = ToolContext::new(id.clone(), token, |_| {});
         let output = agent_core::Tool::execute(&tool, args, ctx)
             .await
             .unwrap_or_else(|e| agent_core::ToolOutput::error(e.0));
         let result = ToolResultMessage {
-            tool_call_id: "shell".into(),
+            tool_call_id: id,
             tool_name: "bash".into(),
             content: output.content,
             details: output.details,
             is_error: output.is_error,
             timestamp: now_millis(),
         };
-        let _ = tx.send(Ui::ShellDone { index, result });
+        let _ = tx.send(Ui::ShellDone(result));
     });
+    cancel
 }
 
 /// Lists the files under `cwd` for the `@` picker, off the UI loop.

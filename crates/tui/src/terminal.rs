@@ -16,13 +16,25 @@ use ratatui::backend::CrosstermBackend;
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
-/// Restores the terminal when dropped.
+/// Restores the terminal when dropped; if dropped by a panic unwinding the UI, prints the
+/// panic's message afterwards, on the normal screen.
 pub struct Guard;
 
 impl Drop for Guard {
     fn drop(&mut self) {
         restore();
+        if std::thread::panicking() {
+            for message in panics().drain(..) {
+                eprintln!("{message}");
+            }
+        }
     }
+}
+
+/// Panic messages held back while the UI owns the screen.
+fn panics() -> std::sync::MutexGuard<'static, Vec<String>> {
+    static PANICS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    PANICS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub fn enter() -> std::io::Result<(Term, Guard)> {
@@ -60,12 +72,13 @@ pub fn restore() {
     let _ = stdout.flush();
 }
 
+/// Holds panic messages instead of printing them into the UI. A tool that panics is caught
+/// and shown as an error result, so a panic must not tear the terminal down by itself; one
+/// that unwinds the UI drops the [`Guard`], which restores the screen and prints it.
 fn install_panic_hook() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        // The panic message must land on a normal screen, not the alternate one.
-        restore();
-        previous(info);
+    std::panic::set_hook(Box::new(|info| {
+        let backtrace = std::backtrace::Backtrace::capture();
+        panics().push(format!("{info}\n{backtrace}"));
     }));
 }
 

@@ -42,7 +42,7 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
     let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
     // Keep the view still when output arrives while scrolled up.
     if app.scroll > 0 && total > app.transcript_total {
-        app.scroll += total - app.transcript_total;
+        app.scroll = app.scroll.saturating_add(total - app.transcript_total);
     }
     app.transcript_total = total;
     app.scroll = app.scroll.min(total.saturating_sub(height));

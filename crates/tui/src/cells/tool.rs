@@ -81,7 +81,9 @@ impl ToolCell {
                     self.args.get("offset").and_then(Value::as_u64),
                     self.args.get("limit").and_then(Value::as_u64),
                 ) {
-                    (Some(o), Some(l)) => format!("{path}:{o}-{}", o + l - 1),
+                    (Some(o), Some(l)) => {
+                        format!("{path}:{o}-{}", o.saturating_add(l).saturating_sub(1))
+                    }
                     (Some(o), None) => format!("{path}:{o}-"),
                     _ => path,
                 }
