@@ -19,7 +19,7 @@ use crate::cells::CellKind;
 use crate::host::Host;
 use crate::input::{self, InputState};
 use crate::popup::{ChoiceKind, Popup};
-use crate::status::Status;
+use crate::status::{Status, level_name};
 use crate::{terminal, ui};
 
 const FRAME: Duration = Duration::from_millis(16);
@@ -389,13 +389,6 @@ fn thinking_items() -> Vec<(String, String)> {
         .iter()
         .map(|l| (level_name(*l), String::new()))
         .collect()
-}
-
-fn level_name(level: ThinkingLevel) -> String {
-    serde_json::to_value(level)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn perform_prompt(agent: &Agent, text: String, ui_tx: &mpsc::UnboundedSender<Ui>) {

@@ -46,13 +46,7 @@ impl Status {
     pub fn segments(&self) -> Vec<String> {
         let mut out = vec![self.model.clone()];
         if let Some(level) = self.thinking {
-            out.push(format!(
-                "thinking {}",
-                serde_json::to_value(level)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            ));
+            out.push(format!("thinking {}", level_name(level)));
         }
         let mut place = self.cwd.clone();
         if let Some(branch) = &self.branch {
@@ -71,6 +65,14 @@ impl Status {
         }
         out
     }
+}
+
+/// The level as it is written in config and flags (`off`, `medium`, …).
+pub fn level_name(level: ThinkingLevel) -> String {
+    serde_json::to_value(level)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 pub fn tokens(n: u64) -> String {
