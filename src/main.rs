@@ -3,7 +3,7 @@
 mod cli;
 mod config;
 mod modes;
-mod recorder;
+mod sessions;
 mod setup;
 
 use std::io::{IsTerminal, Read};

@@ -8,13 +8,13 @@ use std::time::Duration;
 use agent_core::{Agent, AgentConfig, AgentMessage};
 use llm::{Api, Model, ModelCost, Registry, RetryPolicy, Router, StreamOptions, ThinkingLevel};
 use session::{
-    CompactionSettings, Home, LoadedSession, PromptInputs, SessionCompactor, SessionWriter,
-    SystemPrompt,
+    CompactionSettings, Home, LoadedSession, PromptInputs, Recorder, RecorderSetup,
+    SessionCompactor, SessionWriter, SystemPrompt,
 };
 
 use crate::cli::Cli;
 use crate::config::Config;
-use crate::recorder::Recorder;
+use crate::sessions::Sessions;
 
 /// A failure before the agent runs: a message for the user and the exit code (2: usage).
 #[derive(Debug)]
@@ -26,14 +26,13 @@ pub struct Setup {
     pub model: Model,
     pub thinking: ThinkingLevel,
     pub cwd: PathBuf,
-    pub home: Home,
     pub registry: Registry,
     /// History the agent started with (a resumed session).
     pub history: Vec<AgentMessage>,
-    /// Where this session is saved, if it is, and its id.
-    pub session: Option<(PathBuf, String)>,
-    pub recorder: Recorder,
-    pub no_session: bool,
+    /// The session being recorded, and switching it.
+    pub sessions: Arc<Sessions>,
+    /// Runs `!cmd` commands, like the model's bash but outside the conversation.
+    pub shell: Arc<dyn agent_core::Tool>,
 }
 
 pub fn home() -> Result<Home, Fail> {
@@ -108,6 +107,7 @@ pub fn build(
         }
         None => tools::all_tools(&cwd),
     };
+    let shell: Arc<dyn agent_core::Tool> = Arc::new(tools::BashTool::new(cwd.clone()));
     let date = resumed
         .as_ref()
         .and_then(|s| s.start_date().map(str::to_string))
@@ -165,28 +165,36 @@ pub fn build(
         })
     };
     let agent = Agent::spawn(agent_config);
-    let session = writer
+    let current = writer
         .as_ref()
         .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
-    let recorder = Recorder::spawn(&agent, writer);
+    let recorder = Recorder::spawn(
+        agent.subscribe(),
+        writer,
+        RecorderSetup {
+            cwd: cwd.clone(),
+            model: model.clone(),
+            thinking,
+        },
+    );
+    let sessions = Arc::new(Sessions::new(
+        agent.clone(),
+        recorder,
+        home,
+        cwd.clone(),
+        cli.no_session,
+        current,
+    ));
     Ok(Setup {
         agent,
         model,
         thinking,
         cwd,
-        home,
         registry,
         history,
-        session,
-        recorder,
-        no_session: cli.no_session,
+        sessions,
+        shell,
     })
-}
-
-/// A fresh session file for `/new` and `new_session` (none with `--no-session`).
-pub fn new_writer(setup: &Setup) -> Option<SessionWriter> {
-    (!setup.no_session)
-        .then(|| SessionWriter::create(&setup.home, &setup.cwd, &setup.model, setup.thinking))
 }
 
 fn stream_options(config: &Config) -> StreamOptions {

@@ -260,7 +260,7 @@ async fn rpc_mode_takes_commands_steers_and_aborts() {
     wait_for(&|v| v["type"] == "agent_end");
     send(json!({"id": 3, "type": "get_state"}));
     let state = wait_for(&|v| v["id"] == 3);
-    assert_eq!(state["data"]["running"], false);
+    assert_eq!(state["data"]["busy"], false);
     assert_eq!(state["data"]["model"], "custom/mock-model");
 
     send(json!({"id": 4, "type": "prompt", "message": "explain"}));

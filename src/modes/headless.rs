@@ -19,7 +19,7 @@ pub enum Output {
 
 pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
     let Setup {
-        agent, recorder, ..
+        agent, sessions, ..
     } = setup;
     let mut events = agent.subscribe();
     if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
@@ -68,13 +68,21 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
             }
             AgentEvent::MessageEnd {
                 message: AgentMessage::Assistant(message),
-            } => last = Some(message.clone()),
+            } => {
+                if message.stop_reason == StopReason::Length && output == Output::Answer {
+                    eprintln!(
+                        "coding-agent: warning: the reply was cut off at the output token limit; \
+                         it is incomplete"
+                    );
+                }
+                last = Some(message.clone());
+            }
             // Nothing else queues messages in these modes: the first run's end is the end.
             AgentEvent::AgentEnd { .. } => break,
             _ => {}
         }
     }
-    for error in recorder.finish().await {
+    for error in sessions.recorder().finish().await {
         eprintln!("coding-agent: the session could not be saved: {error}");
     }
     let Some(message) = last else {

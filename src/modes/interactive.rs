@@ -1,16 +1,16 @@
-//! The TUI, with the session and model switching it can ask for.
+//! The TUI, with the session switching and `!cmd` shell it asks the host for.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use agent_core::{Agent, AgentMessage};
+use agent_core::{Tool, ToolContext, ToolOutput};
 use async_trait::async_trait;
-use llm::{Model, Registry, ThinkingLevel};
-use session::{Home, SessionWriter};
-use tui::{Host, SessionChoice};
+use llm::{Model, Registry, ToolResultMessage, now_millis};
+use tokio_util::sync::CancellationToken;
+use tui::{Host, OnOutput, SessionChoice};
 
-use crate::recorder::Recorder;
+use crate::sessions::Sessions;
 use crate::setup::Setup;
 
 pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
@@ -22,26 +22,18 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
         history: setup.history.clone(),
         first_prompt,
     };
-    let host = Arc::new(SessionHost {
-        agent: setup.agent.clone(),
-        recorder: setup.recorder.clone(),
+    let host = Arc::new(TuiHost {
+        sessions: setup.sessions.clone(),
         registry: setup.registry.clone(),
-        home: setup.home.clone(),
-        cwd: setup.cwd.clone(),
-        no_session: setup.no_session,
-        state: Mutex::new(State {
-            model: setup.model.clone(),
-            thinking: setup.thinking,
-            session: setup.session.clone(),
-        }),
+        shell: setup.shell.clone(),
     });
-    let result = tui::run(setup.agent.clone(), host.clone(), options).await;
-    for error in setup.recorder.finish().await {
+    let result = tui::run(setup.agent.clone(), host, options).await;
+    for error in setup.sessions.recorder().finish().await {
         eprintln!("coding-agent: the session could not be saved: {error}");
     }
     match result {
         Ok(()) => {
-            match host.resume_hint() {
+            match setup.sessions.resume_hint() {
                 Some(hint) => println!("{hint}"),
                 None => println!("This session was not saved (--no-session)."),
             }
@@ -54,68 +46,26 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
     }
 }
 
-struct State {
-    model: Model,
-    thinking: ThinkingLevel,
-    session: Option<(PathBuf, String)>,
-}
-
-struct SessionHost {
-    agent: Agent,
-    recorder: Recorder,
+struct TuiHost {
+    sessions: Arc<Sessions>,
     registry: Registry,
-    home: Home,
-    cwd: PathBuf,
-    no_session: bool,
-    state: Mutex<State>,
-}
-
-impl SessionHost {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records into `writer` from now on.
-    fn switch(&self, writer: Option<SessionWriter>) {
-        self.state().session = writer
-            .as_ref()
-            .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
-        self.recorder.switch(writer);
-    }
+    shell: Arc<dyn Tool>,
 }
 
 #[async_trait]
-impl Host for SessionHost {
+impl Host for TuiHost {
     fn models(&self) -> Vec<Model> {
         self.registry.models()
     }
 
-    fn model_changed(&self, model: &Model) {
-        self.state().model = model.clone();
-        self.recorder.model(model.clone());
+    async fn new_session(&self) -> Result<(), String> {
+        self.sessions.new_session().await
     }
 
-    fn thinking_changed(&self, level: ThinkingLevel) {
-        self.state().thinking = level;
-        self.recorder.thinking(level);
-    }
-
-    async fn new_session(&self) -> Result<String, String> {
-        self.agent
-            .reset(Vec::new())
+    async fn sessions(&self) -> Vec<SessionChoice> {
+        self.sessions
+            .list()
             .await
-            .map_err(|e| e.to_string())?;
-        let writer = {
-            let state = self.state();
-            (!self.no_session)
-                .then(|| SessionWriter::create(&self.home, &self.cwd, &state.model, state.thinking))
-        };
-        self.switch(writer);
-        Ok("New session.".to_string())
-    }
-
-    fn sessions(&self) -> Vec<SessionChoice> {
-        session::list_sessions(&self.home, &self.cwd)
             .into_iter()
             .take(50)
             .map(|s| {
@@ -129,27 +79,36 @@ impl Host for SessionHost {
             .collect()
     }
 
-    async fn resume(&self, path: PathBuf) -> Result<Vec<AgentMessage>, String> {
-        let loaded =
-            session::load_session(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        self.agent
-            .reset(loaded.messages.clone())
+    async fn resume(&self, path: PathBuf) -> Result<(), String> {
+        self.sessions.resume(path).await
+    }
+
+    async fn run_shell(
+        &self,
+        command: String,
+        cancel: CancellationToken,
+        on_output: OnOutput,
+    ) -> ToolResultMessage {
+        let ctx = ToolContext::new("shell", cancel, move |partial: ToolOutput| {
+            on_output(partial.plain_text());
+        });
+        let args = serde_json::json!({ "command": command });
+        let output = self
+            .shell
+            .execute(args, ctx)
             .await
-            .map_err(|e| e.to_string())?;
-        let writer = if self.no_session {
-            None
-        } else {
-            Some(SessionWriter::resume(&loaded).map_err(|e| format!("{}: {e}", path.display()))?)
-        };
-        self.switch(writer);
-        Ok(loaded.messages)
+            .unwrap_or_else(|e| ToolOutput::error(e.0));
+        ToolResultMessage {
+            tool_call_id: "shell".into(),
+            tool_name: "bash".into(),
+            content: output.content,
+            details: output.details,
+            is_error: output.is_error,
+            timestamp: now_millis(),
+        }
     }
 
     fn resume_hint(&self) -> Option<String> {
-        let state = self.state();
-        let (_, id) = state.session.as_ref()?;
-        Some(format!(
-            "Resume this session with: coding-agent --session {id}"
-        ))
+        self.sessions.resume_hint()
     }
 }

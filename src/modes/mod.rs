@@ -4,3 +4,4 @@
 pub mod headless;
 pub mod interactive;
 pub mod rpc;
+mod rpc_protocol;

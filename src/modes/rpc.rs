@@ -1,163 +1,195 @@
 //! `--mode rpc`: commands as JSON lines on stdin, events and responses as JSON lines on stdout.
-//!
-//! In: `{"id": 1, "type": "prompt", "message": "…"}`; types: prompt, steer, follow_up, abort,
-//! set_model {model}, get_state, get_messages, compact {instructions?}, new_session.
-//! Out: every agent event as it happens (`{"type": "agent_start"}`, …) and one
-//! `{"type": "response", "id": …, "command": …, "success": …, "data"?: …, "error"?: …}` per
-//! command. Ends at the end of stdin, once the agent is idle.
+//! The protocol (every command with an example) is in docs/rpc.md; its types are in
+//! `rpc_protocol`. Ends at the end of stdin, once the agent is idle.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use agent_core::AgentMessage;
-use serde_json::{Value, json};
+use agent_core::{AgentError, AgentMessage, QueueKind};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::setup::{self, Setup};
+use crate::modes::rpc_protocol::{
+    Command, Data, QueueEntry, QueuedRef, Request, Response, SessionRef, State, StreamingBehavior,
+};
+use crate::setup::Setup;
 
-pub async fn run(mut setup: Setup) -> ExitCode {
+pub async fn run(setup: Setup) -> ExitCode {
     let mut events = setup.agent.subscribe();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stop = crate::modes::headless::stop_signals();
     loop {
         tokio::select! {
             _ = stop.recv() => {
-                // Stop what runs (killing its commands), save, and leave.
-                setup.agent.abort();
+                // Stop what runs (killing its commands), start nothing more, save, and leave.
+                setup.agent.stop();
                 let _ = setup.agent.wait_idle().await;
+                while let Ok(event) = events.try_recv() {
+                    emit(&event);
+                }
                 break;
             }
             event = events.recv() => match event {
-                Some(event) => emit(&serde_json::to_value(&event).unwrap_or(Value::Null)),
+                Some(event) => emit(&event),
                 None => break,
             },
             line = lines.next_line() => match line {
                 Ok(Some(line)) if line.trim().is_empty() => {}
-                Ok(Some(line)) => {
-                    let response = handle(&mut setup, &line).await;
-                    emit(&response);
-                }
+                Ok(Some(line)) => emit(&handle(&setup, &line).await),
                 Err(err) if err.kind() == std::io::ErrorKind::InvalidData => {
-                    emit(&response(&Value::Null, "parse", Err(format!("not UTF-8: {err}"))));
+                    emit(&Response::new(Value::Null, "parse", Err(format!("not UTF-8: {err}"))));
                 }
                 Ok(None) | Err(_) => {
                     // Finish what was asked, then stop.
                     let _ = setup.agent.wait_idle().await;
                     while let Ok(event) = events.try_recv() {
-                        emit(&serde_json::to_value(&event).unwrap_or(Value::Null));
+                        emit(&event);
                     }
                     break;
                 }
             },
         }
     }
-    for error in setup.recorder.finish().await {
+    for error in setup.sessions.recorder().finish().await {
         eprintln!("coding-agent: the session could not be saved: {error}");
     }
     ExitCode::SUCCESS
 }
 
-fn emit(value: &Value) {
+fn emit(value: &impl Serialize) {
+    let line = serde_json::to_string(value).unwrap_or_default();
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{value}");
+    // A closed stdout ends the output, not the agent's work.
+    let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
 }
 
-async fn handle(setup: &mut Setup, line: &str) -> Value {
-    let request: Value = match serde_json::from_str(line) {
+async fn handle(setup: &Setup, line: &str) -> Response {
+    let value: Value = match serde_json::from_str(line) {
         Ok(value) => value,
-        Err(err) => return response(&Value::Null, "parse", Err(format!("not JSON: {err}"))),
+        Err(err) => return Response::new(Value::Null, "parse", Err(format!("not JSON: {err}"))),
     };
-    let id = request.get("id").cloned().unwrap_or(Value::Null);
-    let command = request
+    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    let name = value
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let text = |key: &str| request.get(key).and_then(Value::as_str).map(str::to_string);
+    let request: Request = match serde_json::from_value(value) {
+        Ok(request) => request,
+        Err(err) => {
+            let error = if name.is_empty() {
+                "`type` is required".to_string()
+            } else if err.to_string().starts_with("unknown variant") {
+                format!("unknown command `{name}`")
+            } else {
+                format!("invalid `{name}` command: {err}")
+            };
+            return Response::new(id, &name, Err(error));
+        }
+    };
+    let name = request.command.name();
+    Response::new(request.id, name, execute(setup, request.command).await)
+}
+
+async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String> {
     let agent = &setup.agent;
-    let result: Result<Option<Value>, String> = match command.as_str() {
-        "prompt" | "steer" | "follow_up" => match text("message") {
-            None => Err("`message` (a string) is required".into()),
-            Some(message) => {
-                let message = AgentMessage::user(message);
-                match command.as_str() {
-                    "prompt" => agent
-                        .prompt(message)
-                        .await
-                        .map(|_| None)
-                        .map_err(|e| e.to_string()),
-                    "steer" => {
-                        agent.steer(message);
-                        Ok(None)
-                    }
-                    _ => {
-                        agent.follow_up(message);
-                        Ok(None)
-                    }
-                }
-            }
+    let queued = |id, kind| {
+        Some(Data::Queued {
+            queued: QueuedRef { id, kind },
+        })
+    };
+    match command {
+        Command::Prompt {
+            message,
+            streaming_behavior,
+        } => match agent.prompt(AgentMessage::user(&message)).await {
+            Ok(()) => Ok(None),
+            Err(AgentError::Busy) => match streaming_behavior {
+                Some(StreamingBehavior::Steer) => Ok(queued(
+                    agent.steer(AgentMessage::user(message)),
+                    QueueKind::Steer,
+                )),
+                Some(StreamingBehavior::FollowUp) => Ok(queued(
+                    agent.follow_up(AgentMessage::user(message)),
+                    QueueKind::FollowUp,
+                )),
+                None => Err("the agent is busy: send `steer` or `follow_up`, or give \
+                             `streaming_behavior`"
+                    .into()),
+            },
+            Err(err) => Err(err.to_string()),
         },
-        "abort" => {
+        Command::Steer { message } => Ok(queued(
+            agent.steer(AgentMessage::user(message)),
+            QueueKind::Steer,
+        )),
+        Command::FollowUp { message } => Ok(queued(
+            agent.follow_up(AgentMessage::user(message)),
+            QueueKind::FollowUp,
+        )),
+        Command::Abort => {
             agent.abort();
             Ok(None)
         }
-        "set_model" => match text("model").map(|name| (setup.registry.get(&name), name)) {
-            None => Err("`model` (provider/id) is required".into()),
-            Some((None, name)) => Err(format!("unknown model `{name}`")),
-            Some((Some(model), _)) => {
-                agent.set_model(model.clone());
-                setup.recorder.model(model.clone());
-                setup.model = model;
+        Command::GetState => {
+            let s = agent.snapshot().await.map_err(|e| e.to_string())?;
+            let queue = s
+                .steering
+                .iter()
+                .chain(&s.follow_up)
+                .map(|q| QueueEntry {
+                    id: q.id,
+                    kind: q.kind,
+                    text: q.message.preview(),
+                })
+                .collect();
+            Ok(Some(Data::State(Box::new(State {
+                model: format!("{}/{}", s.model.provider, s.model.id),
+                thinking: s.thinking,
+                busy: s.running,
+                messages: s.messages.len(),
+                queue,
+                session: session_ref(setup),
+            }))))
+        }
+        Command::SetModel { model } => match setup.registry.get(&model) {
+            Some(found) => {
+                agent.set_model(found);
                 Ok(None)
             }
+            None => Err(format!(
+                "unknown model `{model}` (`coding-agent --list-models` lists them)"
+            )),
         },
-        "get_state" => match agent.snapshot().await {
-            Ok(s) => Ok(Some(json!({
-                "model": format!("{}/{}", s.model.provider, s.model.id),
-                "thinking": s.thinking,
-                "running": s.running,
-                "messages": s.messages.len(),
-                "steering": s.steering.iter().map(AgentMessage::preview).collect::<Vec<_>>(),
-                "follow_up": s.follow_up.iter().map(AgentMessage::preview).collect::<Vec<_>>(),
-                "session": setup.session.as_ref().map(|(path, id)| json!({"id": id, "path": path})),
-            }))),
-            Err(e) => Err(e.to_string()),
-        },
-        "get_messages" => agent
-            .snapshot()
+        Command::SetThinking { level } => {
+            agent.set_thinking(level);
+            Ok(None)
+        }
+        Command::GetMessages => {
+            let s = agent.snapshot().await.map_err(|e| e.to_string())?;
+            Ok(Some(Data::Messages {
+                messages: s.messages,
+            }))
+        }
+        Command::Compact { instructions } => agent
+            .compact(instructions)
             .await
-            .map(|s| Some(json!({"messages": s.messages})))
+            .map(|()| None)
             .map_err(|e| e.to_string()),
-        "compact" => agent
-            .compact(text("instructions"))
-            .await
-            .map(|_| None)
-            .map_err(|e| e.to_string()),
-        "new_session" => match agent.reset(Vec::new()).await {
-            Ok(()) => {
-                let writer = setup::new_writer(setup);
-                setup.session = writer
-                    .as_ref()
-                    .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
-                setup.recorder.switch(writer);
-                Ok(setup.session.as_ref().map(|(_, id)| json!({"session": id})))
-            }
-            Err(e) => Err(e.to_string()),
-        },
-        "" => Err("`type` is required".into()),
-        other => Err(format!("unknown command `{other}`")),
-    };
-    response(&id, &command, result)
+        Command::NewSession => {
+            setup.sessions.new_session().await?;
+            Ok(Some(Data::Session {
+                session: session_ref(setup),
+            }))
+        }
+    }
 }
 
-fn response(id: &Value, command: &str, result: Result<Option<Value>, String>) -> Value {
-    let mut out =
-        json!({"type": "response", "id": id, "command": command, "success": result.is_ok()});
-    match result {
-        Ok(Some(data)) => out["data"] = data,
-        Ok(None) => {}
-        Err(error) => out["error"] = json!(error),
-    }
-    out
+fn session_ref(setup: &Setup) -> Option<SessionRef> {
+    setup
+        .sessions
+        .current()
+        .map(|(path, id)| SessionRef { id, path })
 }

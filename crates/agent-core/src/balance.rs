@@ -1,23 +1,29 @@
-//! Keeps the event sequence closed whatever happens inside a run.
+//! Keeps the event sequence closed whatever happens inside a run, and keeps the run's books.
 //!
 //! The agent watches every event of a run and emits the run's `agent_end` from here when the
-//! run task ends. If the task died (a bug, a panic), whatever it left open is closed first and
-//! tool calls left without a result get one, so subscribers and the history always see a
-//! well-formed sequence.
+//! run task ends, with a summary of what the run did. If the task died (a bug, a panic),
+//! whatever it left open is closed first and tool calls left without a result get one, so
+//! subscribers and the history always see a well-formed sequence. Every event made up that way
+//! is counted in the summary's `repairs`: a healthy loop never needs one, and tests assert it.
 
-use llm::{AssistantMessage, StopReason};
+use llm::{AssistantMessage, StopReason, ToolCall};
 
-use crate::run::synthetic_results;
-use crate::{AgentEvent, AgentMessage, CompactReason, CompactionOutcome};
+use crate::{
+    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, RunSummary, ToolOutcome,
+    ToolOutput, ToolRun, coerce,
+};
+
+const REASON: &str = "the agent loop stopped unexpectedly";
 
 #[derive(Default)]
 pub(crate) struct Balance {
     agent: bool,
-    turn: bool,
+    turn: Option<u64>,
     message: Option<AgentMessage>,
     tools: Vec<(String, String)>,
     added: Vec<AgentMessage>,
     compacting: Option<CompactReason>,
+    summary: RunSummary,
 }
 
 impl Balance {
@@ -29,10 +35,14 @@ impl Balance {
                     ..Self::default()
                 }
             }
-            AgentEvent::TurnStart => self.turn = true,
+            AgentEvent::TurnStart { turn } => self.turn = Some(*turn),
             AgentEvent::MessageStart { message } => self.message = Some(message.clone()),
             AgentEvent::MessageEnd { message } => {
                 self.message = None;
+                if let AgentMessage::Assistant(assistant) = message {
+                    self.summary.stop_reasons.push(assistant.stop_reason);
+                    self.summary.usage.add(&assistant.usage);
+                }
                 self.added.push(message.clone());
             }
             AgentEvent::ToolExecutionStart {
@@ -40,40 +50,58 @@ impl Balance {
                 tool_name,
                 ..
             } => self.tools.push((tool_call_id.clone(), tool_name.clone())),
-            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                self.tools.retain(|(id, _)| id != tool_call_id)
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                outcome,
+                ..
+            } => {
+                self.tools.retain(|(id, _)| id != tool_call_id);
+                self.summary.tools.push(ToolRun {
+                    id: tool_call_id.clone(),
+                    name: tool_name.clone(),
+                    outcome: *outcome,
+                });
             }
-            AgentEvent::TurnEnd { .. } => self.turn = false,
+            AgentEvent::TurnEnd { .. } => self.turn = None,
             AgentEvent::AgentEnd { .. } => self.agent = false,
             AgentEvent::CompactionStart { reason } => self.compacting = Some(*reason),
             AgentEvent::CompactionEnd { .. } => self.compacting = None,
             AgentEvent::MessageUpdate { .. }
             | AgentEvent::ToolExecutionUpdate { .. }
-            | AgentEvent::QueueUpdate { .. } => {}
+            | AgentEvent::ModelChange { .. }
+            | AgentEvent::ThinkingChange { .. }
+            | AgentEvent::HistoryReset { .. }
+            | AgentEvent::Queued { .. }
+            | AgentEvent::QueueDelivered { .. }
+            | AgentEvent::QueueReturned { .. } => {}
         }
     }
 
-    /// The events that close what the run left open, given the history as it stands.
+    /// The events that close what the run left open, given the history as it stands, ending
+    /// with the run's `agent_end` (none for a compaction run, which has no `agent_start`).
     pub fn close(&mut self, history: &[AgentMessage]) -> Vec<AgentEvent> {
-        let reason = "the agent loop stopped unexpectedly";
         let mut out = Vec::new();
         // A compaction cut short changed nothing; say so, in or outside a run.
         if let Some(compacting) = self.compacting.take() {
             out.push(AgentEvent::CompactionEnd {
                 reason: compacting,
                 outcome: CompactionOutcome::Failed {
-                    error: reason.to_string(),
+                    error: REASON.to_string(),
                 },
             });
         }
         if !self.agent {
+            for event in &out {
+                self.observe(event);
+            }
             return out;
         }
         if let Some(open) = self.message.take() {
             let message = match open {
                 AgentMessage::Assistant(mut partial) => {
                     partial.stop_reason = StopReason::Error;
-                    partial.error_message = Some(reason.to_string());
+                    partial.error_message = Some(REASON.to_string());
                     partial
                         .content
                         .retain(|c| !matches!(c, llm::AssistantContent::ToolCall(_)));
@@ -84,12 +112,12 @@ impl Balance {
             out.push(AgentEvent::MessageEnd { message });
         }
         for (tool_call_id, tool_name) in self.tools.drain(..) {
-            let call = llm::ToolCall::from_raw(tool_call_id.clone(), tool_name.clone(), "{}");
-            let result = synthetic_results(&[call], reason).remove(0);
+            let call = ToolCall::from_raw(tool_call_id.clone(), tool_name.clone(), "{}");
             out.push(AgentEvent::ToolExecutionEnd {
                 tool_call_id,
                 tool_name,
-                result,
+                result: coerce::tool_result(&call, ToolOutput::error(REASON)),
+                outcome: ToolOutcome::Aborted,
             });
         }
         let mut closing_history: Vec<AgentMessage> = history.to_vec();
@@ -97,20 +125,22 @@ impl Balance {
             AgentEvent::MessageEnd { message } => Some(message.clone()),
             _ => None,
         }));
-        for result in unpaired_results(&closing_history, reason) {
-            let message = AgentMessage::ToolResult(result);
+        for call in unpaired_calls(&closing_history) {
+            let message =
+                AgentMessage::ToolResult(coerce::tool_result(&call, ToolOutput::error(REASON)));
             out.push(AgentEvent::MessageStart {
                 message: message.clone(),
             });
             out.push(AgentEvent::MessageEnd { message });
         }
-        if self.turn {
+        if let Some(turn) = self.turn {
             let message = last_assistant(&closing_history).unwrap_or_else(|| {
                 let mut m = AssistantMessage::empty("", "");
                 m.stop_reason = StopReason::Error;
                 m
             });
             out.push(AgentEvent::TurnEnd {
+                turn,
                 message,
                 tool_results: Vec::new(),
             });
@@ -118,8 +148,11 @@ impl Balance {
         for event in &out {
             self.observe(event);
         }
+        let mut summary = std::mem::take(&mut self.summary);
+        summary.repairs = out.len() as u32;
         out.push(AgentEvent::AgentEnd {
             messages: std::mem::take(&mut self.added),
+            summary,
         });
         self.agent = false;
         out
@@ -133,8 +166,8 @@ fn last_assistant(history: &[AgentMessage]) -> Option<AssistantMessage> {
     })
 }
 
-/// Results for the tool calls of the last assistant message that have none.
-fn unpaired_results(history: &[AgentMessage], reason: &str) -> Vec<llm::ToolResultMessage> {
+/// The tool calls of the last assistant message that have no result.
+fn unpaired_calls(history: &[AgentMessage]) -> Vec<ToolCall> {
     let Some(position) = history
         .iter()
         .rposition(|m| matches!(m, AgentMessage::Assistant(_)))
@@ -151,10 +184,9 @@ fn unpaired_results(history: &[AgentMessage], reason: &str) -> Vec<llm::ToolResu
             _ => None,
         })
         .collect();
-    let missing: Vec<llm::ToolCall> = assistant
+    assistant
         .tool_calls()
         .filter(|c| !answered.contains(&c.id.as_str()))
         .cloned()
-        .collect();
-    synthetic_results(&missing, reason)
+        .collect()
 }

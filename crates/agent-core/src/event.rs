@@ -1,10 +1,15 @@
-//! Lifecycle events: the only thing the loop sends out.
+//! Lifecycle events: the only thing the agent sends out.
+//!
+//! Every change of the agent's state is one of these — a message, a tool run, a model or
+//! thinking switch, a history reset, a queued message's life — so any reader (the TUI, the JSON
+//! and RPC modes, the session recorder, the tests) can rebuild the whole state from the events
+//! alone.
 
-use llm::{AssistantMessage, StreamEvent, ToolResultMessage};
+use llm::{AssistantMessage, Model, StopReason, StreamEvent, ThinkingLevel, ToolResultMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AgentMessage, CompactReason, CompactionOutcome, ToolOutput};
+use crate::{AgentMessage, CompactReason, CompactionOutcome, QueueKind, QueuedMessage, ToolOutput};
 
 /// One lifecycle event. Every `*_start` is followed by its `*_end`, whatever fails, and a run
 /// always ends with exactly one `AgentEnd`.
@@ -12,7 +17,10 @@ use crate::{AgentMessage, CompactReason, CompactionOutcome, ToolOutput};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
     AgentStart,
-    TurnStart,
+    /// `turn` counts the agent's turns from 1, across runs.
+    TurnStart {
+        turn: u64,
+    },
     MessageStart {
         message: AgentMessage,
     },
@@ -23,6 +31,8 @@ pub enum AgentEvent {
     MessageEnd {
         message: AgentMessage,
     },
+    /// Every tool call of an assistant message gets a start and an end, also the calls that
+    /// were never run (skipped, blocked, aborted): the end says how it went.
     ToolExecutionStart {
         tool_call_id: String,
         tool_name: String,
@@ -37,14 +47,17 @@ pub enum AgentEvent {
         tool_call_id: String,
         tool_name: String,
         result: ToolResultMessage,
+        outcome: ToolOutcome,
     },
     TurnEnd {
+        turn: u64,
         message: AssistantMessage,
         tool_results: Vec<ToolResultMessage>,
     },
     /// The run is over; `messages` are the ones it added to the history.
     AgentEnd {
         messages: Vec<AgentMessage>,
+        summary: RunSummary,
     },
     /// A compaction began: the history is being summarised.
     CompactionStart {
@@ -56,9 +69,91 @@ pub enum AgentEvent {
         reason: CompactReason,
         outcome: CompactionOutcome,
     },
-    /// The steering or follow-up queue changed; previews of what is still queued.
-    QueueUpdate {
-        steering: Vec<String>,
-        follow_up: Vec<String>,
+    /// The model of the next request.
+    ModelChange {
+        model: Model,
     },
+    /// The thinking level of the next request.
+    ThinkingChange {
+        level: ThinkingLevel,
+    },
+    /// The history was replaced (a new session, a resumed one). `session` names where the
+    /// host keeps the new history (its session file), `None` when it is not kept.
+    HistoryReset {
+        messages: Vec<AgentMessage>,
+        reason: ResetReason,
+        session: Option<String>,
+    },
+    /// A message joined the steering or follow-up queue.
+    Queued {
+        id: u64,
+        kind: QueueKind,
+        message: AgentMessage,
+    },
+    /// Queued messages went into the history at the start of turn `turn`.
+    QueueDelivered {
+        ids: Vec<u64>,
+        turn: u64,
+    },
+    /// Queued messages left the queue undelivered and are handed back to the user: the
+    /// follow-ups of an aborted run, or everything the user pulled back.
+    QueueReturned {
+        messages: Vec<QueuedMessage>,
+    },
+}
+
+/// Why the history was replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetReason {
+    /// A new, empty session.
+    New,
+    /// A saved session was loaded.
+    Resume,
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// Ran and succeeded.
+    Ok,
+    /// Ran (or could not: unknown tool, bad arguments) and failed.
+    Error,
+    /// Not run: the user sent a new message first, or the reply was cut off.
+    Skipped,
+    /// Not run: a hook refused it.
+    Blocked,
+    /// Stopped or never started because the run was aborted or the request failed; also a
+    /// wait cut short by a new message.
+    Aborted,
+}
+
+/// One tool call of a run and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRun {
+    pub id: String,
+    pub name: String,
+    pub outcome: ToolOutcome,
+}
+
+/// What a run did, carried by its `agent_end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The stop reason of each model call, in order.
+    pub stop_reasons: Vec<StopReason>,
+    /// Every tool call, in the order they ended.
+    pub tools: Vec<ToolRun>,
+    /// Tokens and cost of the run's model calls.
+    pub usage: llm::Usage,
+    /// Events the agent had to make up because the run did not close what it opened (a bug or
+    /// a panic in the loop). Always 0 in a healthy run.
+    pub repairs: u32,
+}
+
+impl RunSummary {
+    /// How many tool calls ended with `outcome`.
+    pub fn count(&self, outcome: ToolOutcome) -> usize {
+        self.tools.iter().filter(|t| t.outcome == outcome).count()
+    }
 }

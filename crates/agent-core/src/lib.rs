@@ -8,10 +8,13 @@
 
 mod agent;
 mod balance;
+mod coerce;
 mod compaction;
 mod event;
 mod hooks;
+mod io;
 mod message;
+mod owner;
 mod queue;
 mod run;
 mod tool;
@@ -20,9 +23,9 @@ mod validate;
 
 pub use agent::{Agent, AgentConfig, AgentError, AgentSnapshot};
 pub use compaction::{CompactReason, CompactionOutcome, Compactor, is_context_overflow};
-pub use event::AgentEvent;
+pub use event::{AgentEvent, ResetReason, RunSummary, ToolOutcome, ToolRun};
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
-pub use queue::QueueMode;
+pub use queue::{QueueKind, QueueMode, QueuedMessage};
 pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
 pub use validate::validate_arguments;

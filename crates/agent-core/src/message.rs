@@ -69,12 +69,15 @@ impl AgentMessage {
 }
 
 /// Keeps what the model can see: user, assistant and tool-result messages, and compaction
-/// summaries as user messages. Notices are dropped.
+/// summaries as user messages. Notices are dropped, and so are assistant messages with no
+/// content (a request that failed or was aborted before the first token): they say nothing,
+/// and a request must not end with the model's own turn when it is retried.
 pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
     messages
         .iter()
         .filter_map(|m| match m {
             AgentMessage::User(user) => Some(Message::User(user.clone())),
+            AgentMessage::Assistant(assistant) if assistant.content.is_empty() => None,
             AgentMessage::Assistant(assistant) => Some(Message::Assistant(assistant.clone())),
             AgentMessage::ToolResult(result) => Some(Message::ToolResult(result.clone())),
             AgentMessage::Notice(_) => None,

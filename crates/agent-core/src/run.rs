@@ -5,68 +5,22 @@
 //! The run talks to its [`Agent`](crate::Agent) only through [`LoopIo`]: events out, queue polls
 //! in. It works on its own copy of the history; the agent mirrors it from `message_end` events.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
 use llm::{
-    AssistantBuilder, AssistantMessage, Context, Model, Provider, StopReason, StreamEvent,
-    StreamOptions, ThinkingLevel, ToolCall, ToolResultMessage, ToolSpec, UserContent, now_millis,
+    AssistantBuilder, AssistantContent, AssistantMessage, Context, Model, Provider, StopReason,
+    StreamEvent, StreamOptions, ThinkingLevel, ToolCall, ToolSpec, now_millis,
 };
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
 use crate::compaction::compact_history;
-use crate::tool_exec::execute_tool_calls;
+use crate::io::{Internal, LoopIo};
+use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
-    AgentEvent, AgentMessage, CompactReason, Compactor, Hooks, Tool, TurnInfo, is_context_overflow,
+    AgentEvent, AgentMessage, CompactReason, Compactor, Hooks, QueuedMessage, Tool, ToolOutcome,
+    TurnInfo, is_context_overflow,
 };
-
-/// What a run sends to its agent.
-pub(crate) enum Internal {
-    Event(AgentEvent),
-    TakeSteering(oneshot::Sender<Vec<AgentMessage>>),
-    TakeFollowUp(oneshot::Sender<Vec<AgentMessage>>),
-    /// Messages taken from the steering queue that the run could not deliver.
-    Requeue(Vec<AgentMessage>),
-    /// The run task ended; `drained` when it stopped for lack of work (not abort/error/hook).
-    Finished {
-        drained: bool,
-    },
-}
-
-/// The run's line to its agent, plus the run's cancellation token.
-#[derive(Clone)]
-pub(crate) struct LoopIo {
-    pub tx: mpsc::UnboundedSender<Internal>,
-    pub cancel: CancellationToken,
-}
-
-impl LoopIo {
-    pub fn emit(&self, event: AgentEvent) {
-        // The agent outlives its runs; if it is gone nobody is listening anyway.
-        let _ = self.tx.send(Internal::Event(event));
-    }
-
-    async fn take(
-        &self,
-        make: fn(oneshot::Sender<Vec<AgentMessage>>) -> Internal,
-    ) -> Vec<AgentMessage> {
-        let (reply, rx) = oneshot::channel();
-        if self.tx.send(make(reply)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
-    }
-
-    fn emit_message(&self, message: &AgentMessage) {
-        self.emit(AgentEvent::MessageStart {
-            message: message.clone(),
-        });
-        self.emit(AgentEvent::MessageEnd {
-            message: message.clone(),
-        });
-    }
-}
 
 /// Everything a run needs, copied from the agent when the run starts.
 pub(crate) struct RunContext {
@@ -79,6 +33,8 @@ pub(crate) struct RunContext {
     pub hooks: Arc<dyn Hooks>,
     pub stream_options: StreamOptions,
     pub compactor: Option<Arc<dyn Compactor>>,
+    /// The number of the agent's last turn; this run's first turn is the next.
+    pub turn: u64,
 }
 
 impl RunContext {
@@ -99,20 +55,54 @@ impl RunContext {
         )
         .await
     }
+
+    /// Opens the next turn.
+    fn start_turn(&mut self, io: &LoopIo) {
+        self.turn += 1;
+        io.emit(AgentEvent::TurnStart { turn: self.turn });
+    }
+
+    /// Puts messages into the history at the current turn; queued ones are announced as
+    /// delivered first.
+    fn inject(&mut self, messages: Vec<AgentMessage>, delivered: Vec<u64>, io: &LoopIo) {
+        if !delivered.is_empty() {
+            io.emit(AgentEvent::QueueDelivered {
+                ids: delivered,
+                turn: self.turn,
+            });
+        }
+        for message in messages {
+            io.emit_message(&message);
+            self.messages.push(message);
+        }
+    }
+}
+
+/// What a run starts from: the prompt messages, and the ids of those that came from a queue.
+pub(crate) struct Start {
+    pub messages: Vec<AgentMessage>,
+    pub delivered: Vec<u64>,
+}
+
+impl Start {
+    pub fn from_queue(queued: Vec<QueuedMessage>) -> Self {
+        let (delivered, messages) = queued.into_iter().map(|q| (q.id, q.message)).unzip();
+        Self {
+            messages,
+            delivered,
+        }
+    }
 }
 
 /// Runs until the model stops and no queued message is left, or until abort or error.
 /// Returns true when it stopped because no work was left. The agent emits the closing
 /// `agent_end` once the run task has ended, so a reader that sees it can prompt again at once.
-pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io: LoopIo) -> bool {
+pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> bool {
     io.emit(AgentEvent::AgentStart);
     // The prompt belongs to the history even if the run is aborted before the model answers.
-    io.emit(AgentEvent::TurnStart);
+    ctx.start_turn(&io);
     let mut turn_open = true;
-    for message in prompts {
-        io.emit_message(&message);
-        ctx.messages.push(message);
-    }
+    ctx.inject(start.messages, start.delivered, &io);
     let mut pending = io.take(Internal::TakeSteering).await;
     let mut drained = false;
     // A context-overflow error earns one compaction and one retry per run, not a loop.
@@ -125,10 +115,11 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
             first = false;
             if io.cancel.is_cancelled() {
                 // Taken from the queue but never seen by the model: give them back.
-                let _ = io.tx.send(Internal::Requeue(std::mem::take(&mut pending)));
+                io.requeue(std::mem::take(&mut pending));
                 if turn_open {
                     let message = AssistantMessage::empty(&ctx.model.id, &ctx.model.provider);
                     io.emit(AgentEvent::TurnEnd {
+                        turn: ctx.turn,
                         message: AssistantMessage {
                             stop_reason: StopReason::Aborted,
                             error_message: Some("Request was aborted".into()),
@@ -140,13 +131,11 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
                 break 'outer;
             }
             if !turn_open {
-                io.emit(AgentEvent::TurnStart);
+                ctx.start_turn(&io);
             }
             turn_open = false;
-            for message in pending.drain(..) {
-                io.emit_message(&message);
-                ctx.messages.push(message);
-            }
+            let queued = Start::from_queue(std::mem::take(&mut pending));
+            ctx.inject(queued.messages, queued.delivered, &io);
             // Before every model call, not only between runs: one long run of tool calls can
             // outgrow the window on its own.
             ctx.compact(CompactReason::Threshold, &io).await;
@@ -159,19 +148,27 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
             let (results, terminate) = match assistant.stop_reason {
                 StopReason::Error | StopReason::Aborted => {
                     let reason = match assistant.stop_reason {
-                        StopReason::Aborted => "Tool call was not run: the request was aborted.",
+                        StopReason::Aborted => NOT_RUN_ABORTED,
                         _ => "Tool call was not run: the request failed.",
                     };
-                    (synthetic_results(&calls, reason), true)
+                    let results = not_run_all(&calls, ToolOutcome::Aborted, reason, &io);
+                    (results, true)
                 }
                 StopReason::Length => {
                     let reason = "Tool call was not run: the reply hit the output token limit, \
                                   so its arguments may be cut off. Issue the call again, with \
                                   shorter arguments if needed.";
-                    (synthetic_results(&calls, reason), false)
+                    (
+                        not_run_all(&calls, ToolOutcome::Skipped, reason, &io),
+                        false,
+                    )
                 }
                 StopReason::Stop | StopReason::ToolUse => {
-                    let batch = execute_tool_calls(&ctx, &calls, &io).await;
+                    let toolbox = Toolbox {
+                        tools: &ctx.tools,
+                        hooks: ctx.hooks.as_ref(),
+                    };
+                    let batch = execute_batch(&toolbox, &calls, &io).await;
                     (batch.results, batch.terminate)
                 }
             };
@@ -181,6 +178,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, prompts: Vec<AgentMessage>, io
                 ctx.messages.push(message);
             }
             io.emit(AgentEvent::TurnEnd {
+                turn: ctx.turn,
                 message: assistant.clone(),
                 tool_results: results.clone(),
             });
@@ -292,10 +290,33 @@ async fn stream_assistant(ctx: &RunContext, io: &LoopIo) -> AssistantMessage {
         message = aborted(&builder);
     }
     message.timestamp = now_millis();
+    unique_call_ids(&mut message);
     io.emit(AgentEvent::MessageEnd {
         message: AgentMessage::Assistant(message.clone()),
     });
     message
+}
+
+/// Gives every tool call of the message its own id. A model that repeats an id (or sends
+/// none) would make its results ambiguous, and providers reject the next request.
+fn unique_call_ids(message: &mut AssistantMessage) {
+    let mut seen = HashSet::new();
+    for block in &mut message.content {
+        let AssistantContent::ToolCall(call) = block else {
+            continue;
+        };
+        if call.id.is_empty() {
+            call.id = "call".to_string();
+        }
+        if !seen.insert(call.id.clone()) {
+            let base = call.id.clone();
+            let mut n = 2;
+            while !seen.insert(format!("{base}_{n}")) {
+                n += 1;
+            }
+            call.id = format!("{base}_{n}");
+        }
+    }
 }
 
 fn aborted(builder: &AssistantBuilder) -> AssistantMessage {
@@ -309,23 +330,24 @@ fn closing_message(event: StreamEvent) -> AssistantMessage {
     }
 }
 
-/// Error results for calls that were not run, so every tool call keeps its result.
-pub(crate) fn synthetic_results(calls: &[ToolCall], reason: &str) -> Vec<ToolResultMessage> {
-    calls
-        .iter()
-        .map(|call| error_result(call, reason))
-        .collect()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-pub(crate) fn error_result(call: &ToolCall, text: &str) -> ToolResultMessage {
-    ToolResultMessage {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content: vec![UserContent::Text {
-            text: text.to_string(),
-        }],
-        details: None,
-        is_error: true,
-        timestamp: now_millis(),
+    #[test]
+    fn repeated_and_missing_call_ids_are_made_unique() {
+        let mut message = AssistantMessage::empty("m", "p");
+        for id in ["a", "a", "", "a_2", ""] {
+            message
+                .content
+                .push(AssistantContent::ToolCall(ToolCall::from_raw(
+                    id.into(),
+                    "t".into(),
+                    "{}",
+                )));
+        }
+        unique_call_ids(&mut message);
+        let ids: Vec<String> = message.tool_calls().map(|c| c.id.clone()).collect();
+        assert_eq!(ids, ["a", "a_2", "call", "a_2_2", "call_2"]);
     }
 }

@@ -44,6 +44,18 @@ impl ToolOutput {
             ..Self::text(text)
         }
     }
+
+    /// The text blocks joined by newlines (images are left out).
+    pub fn plain_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                UserContent::Text { text } => Some(text.as_str()),
+                UserContent::Image(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// A failure the model should read; becomes an error result.
@@ -73,7 +85,8 @@ type UpdateFn = dyn Fn(ToolOutput) + Send + Sync;
 /// What a running tool gets besides its arguments.
 pub struct ToolContext {
     pub tool_call_id: String,
-    /// Cancelled when the run is aborted; tools must stop promptly (and kill their children).
+    /// Cancelled when the run is aborted (or, for an interruptible tool, when the user sends
+    /// a new message); tools must stop promptly (and kill their children).
     pub cancel: CancellationToken,
     on_update: Box<UpdateFn>,
 }
@@ -107,6 +120,13 @@ pub trait Tool: Send + Sync + 'static {
     fn parameters(&self) -> Value;
     fn concurrency(&self) -> Concurrency {
         Concurrency::Shared
+    }
+    /// A tool that only waits (a poll, a sleep-like wait) and stops cleanly when its
+    /// `cancel` fires: a steering message cuts it short instead of waiting for it. Never
+    /// declare a tool with side effects interruptible — stopping it midway would leave half
+    /// of its work done.
+    fn interruptible(&self) -> bool {
+        false
     }
     async fn execute(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 }

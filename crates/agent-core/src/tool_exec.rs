@@ -1,22 +1,36 @@
 //! Running one assistant message's tool calls: prepare → execute → finalize.
 //!
-//! Consecutive shared calls run together; an exclusive call runs alone, after everything before
-//! it and before everything after it. Results keep the assistant's order. Every failure (unknown
-//! tool, bad arguments, a blocked call, an error or a panic in the tool) becomes an error result.
+//! Scheduling, as the seeds describe it: a shared call starts as soon as no exclusive call runs;
+//! an exclusive call waits for everything before it and blocks everything after it. Before each
+//! call starts the loop peeks at the steering queue: once the user has sent a new message, the
+//! calls that have not started are skipped (each still gets a result, so pairing holds), the
+//! running ones finish — except interruptible ones (pure waits), which are cut short. Results
+//! keep the assistant's order. Every failure (unknown tool, bad arguments, a blocked call, an
+//! error or a panic in the tool) becomes an error result, and every call, run or not, gets a
+//! `tool_execution_start`/`_end` pair whose end says how it went.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use llm::{ToolCall, ToolResultMessage, UserContent, now_millis};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use llm::{ToolCall, ToolResultMessage, UserContent};
+use tokio_util::sync::CancellationToken;
 
-use crate::run::{LoopIo, RunContext, error_result};
-use crate::{AgentEvent, Concurrency, Tool, ToolContext, ToolOutput, validate_arguments};
+use crate::coerce;
+use crate::io::LoopIo;
+use crate::{
+    AgentEvent, Concurrency, Hooks, Tool, ToolContext, ToolOutcome, ToolOutput, validate_arguments,
+};
 
 const ABORTED: &str = "Tool call was aborted.";
+pub(crate) const NOT_RUN_ABORTED: &str = "Tool call was not run: the request was aborted.";
+const SKIPPED: &str = "Skipped: the user sent a new message before this tool call ran. Read it, then decide \
+     whether to issue the call again.";
+const INTERRUPTED: &str = "[Stopped early: the user sent a new message.]";
 
-/// How long an aborted tool gets to stop (and kill its children) before it is abandoned.
-const ABORT_GRACE: Duration = Duration::from_secs(3);
+/// How long a stopped tool gets to wind down (and kill its children) before it is abandoned.
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 pub(crate) struct Batch {
     pub results: Vec<ToolResultMessage>,
@@ -29,47 +43,85 @@ struct Finished {
     terminate: bool,
 }
 
-pub(crate) async fn execute_tool_calls(ctx: &RunContext, calls: &[ToolCall], io: &LoopIo) -> Batch {
-    let mut finished: Vec<Finished> = Vec::with_capacity(calls.len());
-    for group in groups(ctx, calls) {
-        if io.cancel.is_cancelled() {
-            let reason = "Tool call was not run: the request was aborted.";
-            finished.extend(group.iter().map(|call| Finished {
-                result: error_result(call, reason),
-                terminate: false,
-            }));
-            continue;
-        }
-        // Prepared one after another, so a before-hook that asks the user asks one at a time.
-        let mut runs = Vec::with_capacity(group.len());
-        for call in group {
-            io.emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-            runs.push(prepare(ctx, call, &io.cancel).await);
-        }
-        let outcomes = join_all(
-            runs.into_iter()
-                .zip(group)
-                .map(|(prepared, call)| async move {
-                    let output = match prepared {
-                        Ok((tool, args)) => execute(ctx, tool, call, args, io).await,
-                        Err(output) => output,
-                    };
-                    let finished = finish(call, output);
-                    io.emit(AgentEvent::ToolExecutionEnd {
-                        tool_call_id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        result: finished.result.clone(),
-                    });
-                    finished
-                }),
-        )
-        .await;
-        finished.extend(outcomes);
+/// What the batch's calls need from the run.
+pub(crate) struct Toolbox<'a> {
+    pub tools: &'a [Arc<dyn Tool>],
+    pub hooks: &'a dyn Hooks,
+}
+
+impl Toolbox<'_> {
+    fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
     }
+}
+
+pub(crate) async fn execute_batch(toolbox: &Toolbox<'_>, calls: &[ToolCall], io: &LoopIo) -> Batch {
+    let mut slots: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
+    // Before-hooks may ask the user: one at a time, even for calls that run together.
+    let prepare_lock = tokio::sync::Mutex::new(());
+    let mut running = FuturesUnordered::new();
+    let mut exclusive_running = false;
+    // Running interruptible calls and the tokens that cut them short.
+    let mut waits: Vec<(usize, CancellationToken)> = Vec::new();
+    let mut steering = io.steering.clone();
+    let mut interrupted = false;
+    let mut next = 0;
+    loop {
+        while next < calls.len() && !exclusive_running {
+            let call = &calls[next];
+            let tool = toolbox.find(&call.name);
+            let exclusive = tool
+                .as_ref()
+                .is_some_and(|t| t.concurrency() == Concurrency::Exclusive);
+            if exclusive && !running.is_empty() {
+                break;
+            }
+            let stop = if io.cancel.is_cancelled() {
+                Some((ToolOutcome::Aborted, NOT_RUN_ABORTED))
+            } else if io.steering_pending() {
+                Some((ToolOutcome::Skipped, SKIPPED))
+            } else {
+                None
+            };
+            if let Some((outcome, text)) = stop {
+                for (i, call) in calls.iter().enumerate().skip(next) {
+                    slots[i] = Some(not_run(call, outcome, text, io));
+                }
+                next = calls.len();
+                break;
+            }
+            let token = if tool.as_ref().is_some_and(|t| t.interruptible()) {
+                let token = io.cancel.child_token();
+                waits.push((next, token.clone()));
+                token
+            } else {
+                io.cancel.clone()
+            };
+            let index = next;
+            let run = run_call(toolbox, tool, call, io, &prepare_lock, token);
+            running.push(async move { (index, run.await) });
+            exclusive_running = exclusive;
+            next += 1;
+        }
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some((index, finished)) = running.next() => {
+                slots[index] = Some(finished);
+                // An exclusive call runs alone: whatever ended, it was the one.
+                exclusive_running = false;
+                waits.retain(|(i, _)| *i != index);
+            }
+            _ = steering.wait_for(|&n| n > 0), if !interrupted && !waits.is_empty() => {
+                interrupted = true;
+                for (_, token) in &waits {
+                    token.cancel();
+                }
+            }
+        }
+    }
+    let finished: Vec<Finished> = slots.into_iter().flatten().collect();
     let terminate = !finished.is_empty() && finished.iter().all(|f| f.terminate);
     Batch {
         results: finished.into_iter().map(|f| f.result).collect(),
@@ -77,42 +129,92 @@ pub(crate) async fn execute_tool_calls(ctx: &RunContext, calls: &[ToolCall], io:
     }
 }
 
-/// Splits the calls into runs of consecutive shared calls and single exclusive calls.
-fn groups<'a>(ctx: &RunContext, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
-    let exclusive = |call: &ToolCall| {
-        find_tool(ctx, &call.name).is_some_and(|t| t.concurrency() == Concurrency::Exclusive)
-    };
-    let mut groups = Vec::new();
-    let mut start = 0;
-    for (i, call) in calls.iter().enumerate() {
-        if exclusive(call) {
-            if start < i {
-                groups.push(&calls[start..i]);
-            }
-            groups.push(&calls[i..=i]);
-            start = i + 1;
-        }
-    }
-    if start < calls.len() {
-        groups.push(&calls[start..]);
-    }
-    groups
+/// Results for calls that are not run at all (the reply failed, was aborted or cut off), with
+/// their start and end events.
+pub(crate) fn not_run_all(
+    calls: &[ToolCall],
+    outcome: ToolOutcome,
+    text: &str,
+    io: &LoopIo,
+) -> Vec<ToolResultMessage> {
+    calls
+        .iter()
+        .map(|call| not_run(call, outcome, text, io).result)
+        .collect()
 }
 
-fn find_tool(ctx: &RunContext, name: &str) -> Option<Arc<dyn Tool>> {
-    ctx.tools.iter().find(|t| t.name() == name).cloned()
+fn not_run(call: &ToolCall, outcome: ToolOutcome, text: &str, io: &LoopIo) -> Finished {
+    emit_start(call, io);
+    let result = coerce::tool_result(call, ToolOutput::error(text));
+    emit_end(call, &result, outcome, io);
+    Finished {
+        result,
+        terminate: false,
+    }
+}
+
+fn emit_start(call: &ToolCall, io: &LoopIo) {
+    io.emit(AgentEvent::ToolExecutionStart {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    });
+}
+
+fn emit_end(call: &ToolCall, result: &ToolResultMessage, outcome: ToolOutcome, io: &LoopIo) {
+    io.emit(AgentEvent::ToolExecutionEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        result: result.clone(),
+        outcome,
+    });
+}
+
+/// One call from start to end event.
+async fn run_call(
+    toolbox: &Toolbox<'_>,
+    tool: Option<Arc<dyn Tool>>,
+    call: &ToolCall,
+    io: &LoopIo,
+    prepare_lock: &tokio::sync::Mutex<()>,
+    token: CancellationToken,
+) -> Finished {
+    emit_start(call, io);
+    let prepared = {
+        let _turn = prepare_lock.lock().await;
+        prepare(toolbox, tool, call, &io.cancel).await
+    };
+    let (output, outcome) = match prepared {
+        Err(refused) => refused,
+        Ok((tool, args)) => {
+            let (output, stopped) = execute(tool, call, args, io, token).await;
+            let output = toolbox.hooks.after_tool_call(call, output).await;
+            let outcome = match stopped {
+                Stopped::No if output.is_error => ToolOutcome::Error,
+                Stopped::No => ToolOutcome::Ok,
+                Stopped::Aborted | Stopped::Interrupted => ToolOutcome::Aborted,
+            };
+            (output, outcome)
+        }
+    };
+    let terminate = output.terminate;
+    let result = coerce::tool_result(call, output);
+    emit_end(call, &result, outcome, io);
+    Finished { result, terminate }
 }
 
 /// Looks the tool up, checks the arguments and asks the before-hook. `Err` is the result to
-/// report instead of running the tool.
+/// report instead of running the tool, and how the call ended.
 async fn prepare(
-    ctx: &RunContext,
+    toolbox: &Toolbox<'_>,
+    tool: Option<Arc<dyn Tool>>,
     call: &ToolCall,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<(Arc<dyn Tool>, serde_json::Value), ToolOutput> {
-    let Some(tool) = find_tool(ctx, &call.name) else {
-        let names: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
-        return Err(ToolOutput::error(format!(
+    cancel: &CancellationToken,
+) -> Result<(Arc<dyn Tool>, serde_json::Value), (ToolOutput, ToolOutcome)> {
+    let error = |text: String| (ToolOutput::error(text), ToolOutcome::Error);
+    let Some(tool) = tool else {
+        let names: Vec<&str> = toolbox.tools.iter().map(|t| t.name()).collect();
+        return Err(error(format!(
             "Tool `{}` not found. Available tools: {}.",
             call.name,
             if names.is_empty() {
@@ -123,50 +225,62 @@ async fn prepare(
         )));
     };
     if let Some(invalid) = &call.invalid_arguments {
-        return Err(ToolOutput::error(format!(
+        return Err(error(format!(
             "The arguments of `{}` are not valid JSON ({}). Send the call again with a JSON object.",
             call.name, invalid.error
         )));
     }
     let mut args = call.arguments.clone();
     if let Err(problem) = validate_arguments(&tool.parameters(), &mut args) {
-        return Err(ToolOutput::error(format!(
+        return Err(error(format!(
             "Invalid arguments for `{}`: {problem}.",
             call.name
         )));
     }
+    if cancel.is_cancelled() {
+        return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
+    }
     // A hook that asks the user must not hold up an abort.
     let verdict = tokio::select! {
-        verdict = ctx.hooks.before_tool_call(call) => verdict,
-        _ = cancel.cancelled() => return Err(ToolOutput::error(ABORTED)),
+        verdict = toolbox.hooks.before_tool_call(call) => verdict,
+        _ = cancel.cancelled() => {
+            return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
+        }
     };
     if let Err(reason) = verdict {
-        return Err(ToolOutput::error(format!(
-            "Tool call `{}` was blocked: {reason}",
-            call.name
-        )));
+        return Err((
+            ToolOutput::error(format!("Tool call `{}` was blocked: {reason}", call.name)),
+            ToolOutcome::Blocked,
+        ));
     }
     Ok((tool, args))
 }
 
-/// Runs the tool on its own task, so that a panic becomes an error result.
+/// Whether a running tool was stopped from outside.
+enum Stopped {
+    No,
+    /// The run was aborted.
+    Aborted,
+    /// A steering message cut an interruptible wait short.
+    Interrupted,
+}
+
+/// Runs the tool on its own task, so that a panic becomes an error result. `token` is the
+/// run's cancellation, or for an interruptible tool a child of it that a steer also cancels.
 async fn execute(
-    ctx: &RunContext,
     tool: Arc<dyn Tool>,
     call: &ToolCall,
     args: serde_json::Value,
     io: &LoopIo,
-) -> ToolOutput {
-    if io.cancel.is_cancelled() {
-        return ToolOutput::error(ABORTED);
-    }
+    token: CancellationToken,
+) -> (ToolOutput, Stopped) {
     let updates = io.clone();
     let (id, name) = (call.id.clone(), call.name.clone());
     // Closed before the end event, so no update of an abandoned tool trails its end.
     // The lock makes closing and emitting exclusive: no update can slip in after the close.
     let open = Arc::new(Mutex::new(true));
     let still_open = open.clone();
-    let tool_ctx = ToolContext::new(call.id.clone(), io.cancel.clone(), move |partial| {
+    let tool_ctx = ToolContext::new(call.id.clone(), token.clone(), move |partial| {
         let open = still_open.lock().unwrap_or_else(|e| e.into_inner());
         if *open {
             updates.emit(AgentEvent::ToolExecutionUpdate {
@@ -177,17 +291,17 @@ async fn execute(
         }
     });
     let mut handle = tokio::spawn(async move { tool.execute(args, tool_ctx).await });
-    let joined = tokio::select! {
-        joined = &mut handle => Some(joined),
-        _ = io.cancel.cancelled() => match tokio::time::timeout(ABORT_GRACE, &mut handle).await {
-            Ok(joined) => Some(joined),
+    let (joined, stopped) = tokio::select! {
+        joined = &mut handle => (Some(joined), false),
+        _ = token.cancelled() => match tokio::time::timeout(STOP_GRACE, &mut handle).await {
+            Ok(joined) => (Some(joined), true),
             Err(_) => {
                 handle.abort();
-                None
+                (None, true)
             }
         },
     };
-    let output = match joined {
+    let mut output = match joined {
         Some(Ok(Ok(output))) => output,
         Some(Ok(Err(err))) => ToolOutput::error(err.0),
         Some(Err(join)) if join.is_panic() => ToolOutput::error(format!(
@@ -198,7 +312,17 @@ async fn execute(
         Some(Err(_)) | None => ToolOutput::error(ABORTED),
     };
     *open.lock().unwrap_or_else(|e| e.into_inner()) = false;
-    ctx.hooks.after_tool_call(call, output).await
+    let stopped = if !stopped {
+        Stopped::No
+    } else if io.cancel.is_cancelled() {
+        Stopped::Aborted
+    } else {
+        output.content.push(UserContent::Text {
+            text: INTERRUPTED.to_string(),
+        });
+        Stopped::Interrupted
+    };
+    (output, stopped)
 }
 
 fn panic_text(join: tokio::task::JoinError) -> String {
@@ -209,31 +333,5 @@ fn panic_text(join: tokio::task::JoinError) -> String {
         text.clone()
     } else {
         "panic".to_string()
-    }
-}
-
-/// Turns an output into a valid result: an error result always says something.
-fn finish(call: &ToolCall, output: ToolOutput) -> Finished {
-    let mut content = output.content;
-    if content.is_empty() {
-        let text = if output.is_error {
-            "(error with no message)"
-        } else {
-            "(no output)"
-        };
-        content.push(UserContent::Text {
-            text: text.to_string(),
-        });
-    }
-    Finished {
-        result: ToolResultMessage {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            content,
-            details: output.details,
-            is_error: output.is_error,
-            timestamp: now_millis(),
-        },
-        terminate: output.terminate,
     }
 }

@@ -5,8 +5,8 @@ mod support;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentError, AgentEvent, AgentMessage, Concurrency, Hooks, NextTurn, QueueMode, ToolOutput,
-    TurnInfo,
+    AgentError, AgentEvent, AgentMessage, Concurrency, Hooks, NextTurn, QueueKind, QueueMode,
+    ResetReason, ToolOutcome, ToolOutput, TurnInfo,
 };
 use async_trait::async_trait;
 use llm::{Message, StopReason, ToolCall};
@@ -61,10 +61,21 @@ async fn a_text_reply_produces_the_full_event_sequence() {
     let messages = h.messages().await;
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[1].preview(), "Hello");
-    let AgentEvent::AgentEnd { messages: added } = events.last().unwrap() else {
+    let AgentEvent::AgentEnd {
+        messages: added,
+        summary,
+    } = events.last().unwrap()
+    else {
         panic!()
     };
     assert_eq!(added, &messages);
+    assert_eq!(summary.stop_reasons, [StopReason::Stop]);
+    assert!(summary.tools.is_empty());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::TurnStart { turn: 1 }))
+    );
 }
 
 #[tokio::test]
@@ -168,11 +179,10 @@ async fn abort_mid_stream_keeps_partial_text_and_completed_calls_only() {
         .act(Action::Steer("keep me".into()))
         .act(Action::Abort)
         .hang();
-    let mut h = harness(vec![reply])
+    let mut h = harness(vec![reply, text_reply("kept")])
         .tool("echo", Concurrency::Shared, Behaviour::Echo)
         .spawn();
-    let events = h.run("go").await;
-    assert_balanced(&events);
+    h.run("go").await;
     let messages = h.messages().await;
     assert_paired(&messages);
     let AgentMessage::Assistant(assistant) = &messages[1] else {
@@ -183,9 +193,14 @@ async fn abort_mid_stream_keeps_partial_text_and_completed_calls_only() {
     let ids: Vec<_> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["c1"]);
     assert!(h.log().is_empty());
-    let snapshot = h.agent.snapshot().await.unwrap();
-    assert_eq!(snapshot.steering.len(), 1, "steering survives an abort");
-    assert_eq!(snapshot.steering[0].preview(), "keep me");
+    // The steering that waited when the run was aborted starts the next run.
+    let contexts = h.provider.contexts();
+    assert_eq!(contexts.len(), 2);
+    assert_eq!(last_user_text(&contexts[1]), "keep me");
+    let summaries = h.summaries();
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[0].stop_reasons, [StopReason::Aborted]);
+    assert_eq!(summaries[0].count(ToolOutcome::Aborted), 1);
 }
 
 #[tokio::test]
@@ -200,18 +215,9 @@ async fn abort_during_a_tool_stops_it_and_pairs_the_rest() {
         .spawn();
     h.agent.prompt(AgentMessage::user("go")).await.unwrap();
     // Abort once the waiting tool has started.
-    let mut events = Vec::new();
-    loop {
-        let event = h.events.recv().await.unwrap();
-        let started = matches!(event, AgentEvent::ToolExecutionStart { .. });
-        events.push(event);
-        if started {
-            break;
-        }
-    }
+    while !matches!(h.next_event().await, AgentEvent::ToolExecutionStart { .. }) {}
     h.agent.abort();
-    events.extend(h.settle().await);
-    assert_balanced(&events);
+    h.settle().await;
     let messages = h.messages().await;
     assert_paired(&messages);
     let results = tool_results(&messages);
@@ -227,6 +233,8 @@ async fn abort_during_a_tool_stops_it_and_pairs_the_rest() {
         1,
         "no model call after an abort"
     );
+    let outcomes: Vec<ToolOutcome> = h.summaries()[0].tools.iter().map(|t| t.outcome).collect();
+    assert_eq!(outcomes, [ToolOutcome::Aborted, ToolOutcome::Aborted]);
 }
 
 #[tokio::test]
@@ -262,6 +270,7 @@ async fn failures_become_error_results_and_the_run_goes_on() {
     assert_eq!(texts[3], "disk on fire");
     assert!(texts[4].contains("crashed: tool exploded"), "{}", texts[4]);
     assert_eq!(h.provider.contexts().len(), 2, "the model sees the errors");
+    assert_eq!(h.summaries()[0].count(ToolOutcome::Error), 5);
 }
 
 #[tokio::test]
@@ -307,10 +316,11 @@ async fn exclusive_calls_run_alone_and_results_keep_the_call_order() {
 }
 
 #[tokio::test]
-async fn steering_arrives_after_the_tool_batch_without_cutting_it_short() {
+async fn steering_skips_the_tools_not_yet_started() {
     let reply = support::ReplyScript::new()
         .call("c1", "steerer", "{}")
         .call("c2", "echo", "{}")
+        .call("c3", "echo", "{}")
         .done(StopReason::ToolUse);
     let mut h = harness(vec![reply, text_reply("adjusted")])
         .tool(
@@ -320,21 +330,134 @@ async fn steering_arrives_after_the_tool_batch_without_cutting_it_short() {
         )
         .tool("echo", Concurrency::Exclusive, Behaviour::Echo)
         .spawn();
-    let events = h.run("go").await;
-    assert_balanced(&events);
+    h.run("go").await;
     assert_eq!(
         h.log(),
-        ["start c1", "end c1", "start c2", "end c2"],
-        "both tools ran"
+        ["start c1", "end c1"],
+        "the rest of the batch is skipped"
     );
     let contexts = h.provider.contexts();
     assert_eq!(contexts.len(), 2);
     assert_eq!(
         wire_roles(&contexts[1]),
-        ["user", "assistant", "tool_result", "tool_result", "user"]
+        [
+            "user",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "tool_result",
+            "user"
+        ]
+    );
+    let Message::ToolResult(skipped) = &contexts[1].messages[3] else {
+        panic!()
+    };
+    assert!(skipped.is_error);
+    assert!(
+        skipped
+            .text()
+            .starts_with("Skipped: the user sent a new message")
     );
     assert_eq!(last_user_text(&contexts[1]), "use tabs");
-    assert!(h.agent.snapshot().await.unwrap().steering.is_empty());
+    let outcomes: Vec<ToolOutcome> = h.summaries()[0].tools.iter().map(|t| t.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [ToolOutcome::Ok, ToolOutcome::Skipped, ToolOutcome::Skipped]
+    );
+}
+
+#[tokio::test]
+async fn shared_calls_already_running_finish_when_a_steer_arrives() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "steerer", "{}")
+        .call("c2", "slow", "{}")
+        .call("c3", "write", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("adjusted")])
+        .tool(
+            "steerer",
+            Concurrency::Shared,
+            Behaviour::Act(Action::Steer("stop there".into())),
+        )
+        .tool(
+            "slow",
+            Concurrency::Shared,
+            Behaviour::Sleep(std::time::Duration::from_millis(50)),
+        )
+        .tool("write", Concurrency::Exclusive, Behaviour::Echo)
+        .spawn();
+    h.run("go").await;
+    let log = h.log();
+    assert!(
+        log.contains(&"end c2".to_string()),
+        "the running wait finished: {log:?}"
+    );
+    assert!(!log.contains(&"start c3".to_string()), "{log:?}");
+    let results = tool_results(&h.messages().await);
+    assert!(
+        results[1].text().starts_with("slept"),
+        "{}",
+        results[1].text()
+    );
+    let outcomes: Vec<ToolOutcome> = h.summaries()[0].tools.iter().map(|t| t.outcome).collect();
+    assert!(outcomes.contains(&ToolOutcome::Skipped), "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == ToolOutcome::Ok).count(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn an_interruptible_wait_is_cut_short_by_a_steer() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "wait", "{}")
+        .call("c2", "steerer", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("adjusted")])
+        .interruptible_tool("wait", Behaviour::Sleep(std::time::Duration::from_secs(60)))
+        .tool(
+            "steerer",
+            Concurrency::Shared,
+            Behaviour::Act(Action::Steer("enough waiting".into())),
+        )
+        .spawn();
+    let started = std::time::Instant::now();
+    h.run("go").await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let results = tool_results(&h.messages().await);
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .text()
+            .contains("Stopped early: the user sent a new message")
+    );
+    assert_eq!(last_user_text(&h.provider.contexts()[1]), "enough waiting");
+    let outcomes: Vec<ToolOutcome> = h.summaries()[0].tools.iter().map(|t| t.outcome).collect();
+    assert!(outcomes.contains(&ToolOutcome::Aborted), "{outcomes:?}");
+}
+
+#[tokio::test]
+async fn a_tool_with_side_effects_is_never_cut_short_by_a_steer() {
+    let reply = support::ReplyScript::new()
+        .call("c1", "work", "{}")
+        .call("c2", "steerer", "{}")
+        .done(StopReason::ToolUse);
+    let mut h = harness(vec![reply, text_reply("adjusted")])
+        .tool(
+            "work",
+            Concurrency::Shared,
+            Behaviour::Sleep(std::time::Duration::from_millis(200)),
+        )
+        .tool(
+            "steerer",
+            Concurrency::Shared,
+            Behaviour::Act(Action::Steer("later".into())),
+        )
+        .spawn();
+    h.run("go").await;
+    let results = tool_results(&h.messages().await);
+    assert!(!results[0].is_error, "{}", results[0].text());
+    assert!(results[0].text().starts_with("slept"));
 }
 
 #[tokio::test]
@@ -524,7 +647,7 @@ async fn hooks_block_rewrite_and_steer_the_next_turn() {
 }
 
 #[tokio::test]
-async fn should_stop_after_turn_ends_the_run_and_keeps_steering() {
+async fn should_stop_after_turn_ends_the_run_and_hands_steering_back() {
     let reply = support::ReplyScript::new()
         .call("c1", "echo", r#"{"x": 1}"#)
         .act(Action::Steer("later".into()))
@@ -542,7 +665,12 @@ async fn should_stop_after_turn_ends_the_run_and_keeps_steering() {
     let events = h.run("go").await;
     assert_balanced(&events);
     assert_eq!(h.provider.contexts().len(), 1);
-    assert_eq!(h.agent.snapshot().await.unwrap().steering.len(), 1);
+    // An idle agent holds nothing queued: the steer goes back to the user.
+    assert!(h.agent.snapshot().await.unwrap().steering.is_empty());
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::QueueReturned { messages } if messages[0].message.preview() == "later"
+    )));
 }
 
 #[tokio::test]
@@ -580,7 +708,7 @@ async fn a_stream_that_vanishes_becomes_an_error_message() {
 }
 
 #[tokio::test]
-async fn prompt_while_running_is_refused_and_continue_resumes_after_abort() {
+async fn abort_runs_queued_steering_next_and_hands_follow_ups_back() {
     let mut h = harness(vec![
         support::ReplyScript::new().text("thinking…").hang(),
         text_reply("resumed"),
@@ -592,12 +720,23 @@ async fn prompt_while_running_is_refused_and_continue_resumes_after_abort() {
         Err(AgentError::Busy)
     );
     h.agent.steer(AgentMessage::user("do it differently"));
+    h.agent.follow_up(AgentMessage::user("then tests"));
     h.agent.abort();
     h.settle().await;
-    assert_eq!(h.agent.snapshot().await.unwrap().steering.len(), 1);
-    h.agent.continue_run().await.unwrap();
-    let events = h.settle().await;
-    assert_balanced(&events);
+    // The steer started the next run by itself; the follow-up came back to the user.
+    let returned: Vec<String> = h
+        .seen
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::QueueReturned { messages } => Some(messages),
+            _ => None,
+        })
+        .flatten()
+        .map(|q| q.message.preview())
+        .collect();
+    assert_eq!(returned, ["then tests"]);
+    let snapshot = h.agent.snapshot().await.unwrap();
+    assert!(snapshot.steering.is_empty() && snapshot.follow_up.is_empty());
     let contexts = h.provider.contexts();
     assert_eq!(contexts.len(), 2);
     assert_eq!(wire_roles(&contexts[1]), ["user", "assistant", "user"]);
@@ -612,14 +751,20 @@ async fn prompt_while_running_is_refused_and_continue_resumes_after_abort() {
 async fn take_queued_returns_both_queues_and_empties_them() {
     let mut h = harness(vec![support::ReplyScript::new().hang()]).spawn();
     h.agent.prompt(AgentMessage::user("go")).await.unwrap();
-    h.agent.steer(AgentMessage::user("s"));
-    h.agent.follow_up(AgentMessage::user("f"));
-    let (steering, follow_up) = h.agent.take_queued().await.unwrap();
-    assert_eq!((steering.len(), follow_up.len()), (1, 1));
+    let s = h.agent.steer(AgentMessage::user("s"));
+    let f = h.agent.follow_up(AgentMessage::user("f"));
+    let taken = h.agent.take_queued().await.unwrap();
+    let got: Vec<(u64, QueueKind)> = taken.iter().map(|q| (q.id, q.kind)).collect();
+    assert_eq!(got, [(s, QueueKind::Steer), (f, QueueKind::FollowUp)]);
     let snapshot = h.agent.snapshot().await.unwrap();
     assert!(snapshot.steering.is_empty() && snapshot.follow_up.is_empty());
     h.agent.abort();
     h.settle().await;
+    assert!(
+        h.seen
+            .iter()
+            .any(|e| matches!(e, AgentEvent::QueueReturned { messages } if messages.len() == 2))
+    );
 }
 
 #[tokio::test]
@@ -669,17 +814,22 @@ async fn continue_retries_after_a_failed_request() {
     let contexts = h.provider.contexts();
     assert_eq!(
         wire_roles(&contexts[1]),
-        ["user", "assistant"],
+        ["user"],
+        "the empty failed answer is not sent"
+    );
+    let messages = h.messages().await;
+    assert!(
+        matches!(&messages[1], AgentMessage::Assistant(a) if a.stop_reason == StopReason::Error),
         "the failed answer is kept for the record"
     );
-    assert_eq!(h.messages().await.last().unwrap().preview(), "second try");
+    assert_eq!(messages.last().unwrap().preview(), "second try");
 }
 
 #[tokio::test]
 async fn agent_end_means_the_agent_takes_a_prompt_at_once() {
     let mut h = harness(vec![text_reply("one"), text_reply("two")]).spawn();
     h.agent.prompt(AgentMessage::user("a")).await.unwrap();
-    while !matches!(h.events.recv().await.unwrap(), AgentEvent::AgentEnd { .. }) {}
+    while !matches!(h.next_event().await, AgentEvent::AgentEnd { .. }) {}
     assert_eq!(h.agent.prompt(AgentMessage::user("b")).await, Ok(()));
     h.settle().await;
 }
@@ -694,10 +844,16 @@ async fn reset_starts_over_when_idle_only() {
     .spawn();
     h.run("first").await;
     h.agent.prompt(AgentMessage::user("second")).await.unwrap();
-    assert_eq!(h.agent.reset(Vec::new()).await, Err(AgentError::Busy));
+    assert_eq!(
+        h.agent.reset(Vec::new(), ResetReason::New, None).await,
+        Err(AgentError::Busy)
+    );
     h.agent.abort();
     h.settle().await;
-    h.agent.reset(Vec::new()).await.unwrap();
+    h.agent
+        .reset(Vec::new(), ResetReason::New, Some("s2".into()))
+        .await
+        .unwrap();
     assert!(h.messages().await.is_empty());
     h.run("new start").await;
     let contexts = h.provider.contexts();
@@ -706,4 +862,70 @@ async fn reset_starts_over_when_idle_only() {
         ["user"],
         "nothing of the old history"
     );
+    assert!(h.seen.iter().any(|e| matches!(
+        e,
+        AgentEvent::HistoryReset { messages, reason: ResetReason::New, session: Some(s) }
+            if messages.is_empty() && s == "s2"
+    )));
+}
+
+#[tokio::test]
+async fn model_and_thinking_switches_are_events() {
+    let mut h = harness(vec![text_reply("a")]).spawn();
+    h.agent.set_model(model("other"));
+    h.agent.set_model(model("other"));
+    h.agent.set_thinking(llm::ThinkingLevel::High);
+    h.run("go").await;
+    let switches: Vec<String> = h
+        .seen
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelChange { model } => Some(format!("model {}", model.id)),
+            AgentEvent::ThinkingChange { level } => Some(format!("thinking {level:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        switches,
+        ["model other", "thinking High"],
+        "one event per change"
+    );
+    assert_eq!(*h.provider.models.lock().unwrap(), ["other"]);
+}
+
+#[tokio::test]
+async fn stop_ends_the_run_and_starts_nothing_after_it() {
+    let mut h = harness(vec![support::ReplyScript::new().hang()]).spawn();
+    h.agent.prompt(AgentMessage::user("go")).await.unwrap();
+    let steer = h.agent.steer(AgentMessage::user("not now"));
+    h.agent.stop();
+    let events = h.settle().await;
+    let snapshot = h.agent.snapshot().await.unwrap();
+    assert!(!snapshot.running && snapshot.steering.is_empty());
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::QueueReturned { messages } if messages[0].id == steer
+    )));
+    assert_eq!(h.provider.contexts().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_run_hands_queued_messages_back() {
+    let failing = support::ReplyScript::new()
+        .act(Action::Steer("try another way".into()))
+        .act(Action::FollowUp("and then".into()))
+        .error("500 Internal Server Error");
+    let mut h = harness(vec![failing]).spawn();
+    let events = h.run("go").await;
+    let returned: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::QueueReturned { messages } => Some(messages),
+            _ => None,
+        })
+        .flatten()
+        .map(|q| q.message.preview())
+        .collect();
+    assert_eq!(returned, ["try another way", "and then"]);
+    assert_eq!(h.provider.contexts().len(), 1, "no retry by itself");
 }

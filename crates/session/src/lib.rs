@@ -2,7 +2,8 @@
 //! compaction.
 //!
 //! - [`Home`] finds `$CODING_AGENT_HOME` (default `~/.coding-agent`).
-//! - [`SessionWriter`] appends one entry per finished message to
+//! - [`Recorder`] follows the agent's events into the right session file; [`SessionWriter`]
+//!   appends one entry per finished message to
 //!   `sessions/<cwd-slug>/<timestamp>_<id>.jsonl`; [`load_session`] rebuilds the exact history
 //!   (compactions applied), skipping damaged lines with a warning; [`list_sessions`],
 //!   [`latest_session`] and [`find_session`] serve `--continue`, `--resume` and `--session`.
@@ -19,6 +20,7 @@ mod ids;
 mod list;
 mod load;
 mod prompt;
+mod recorder;
 mod writer;
 
 pub use compaction::{CompactionSettings, SessionCompactor};
@@ -28,6 +30,7 @@ pub use home::Home;
 pub use list::{SessionInfo, find_session, latest_session, list_sessions};
 pub use load::{LoadedSession, load_session};
 pub use prompt::{PromptInputs, SystemPrompt};
+pub use recorder::{Recorder, RecorderSetup};
 pub use writer::SessionWriter;
 
 /// Today's date as `YYYY-MM-DD` (UTC), the date a new session's system prompt states.

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 
 use agent_core::{AgentEvent, CompactionOutcome};
 use llm::{Model, ThinkingLevel, now_millis};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::entry::{Entry, EntryBody, FORMAT_VERSION, HeaderTag, SessionHeader};
 use crate::ids::{random_hex, rfc3339};
@@ -35,21 +33,39 @@ impl SessionWriter {
     /// A new session for `cwd`; nothing touches the disk until the first entry.
     pub fn create(home: &Home, cwd: &Path, model: &Model, thinking: ThinkingLevel) -> Self {
         let id = random_hex(16);
-        let created_ms = now_millis();
-        let created = rfc3339(created_ms);
+        let created = rfc3339(now_millis());
         let file_name = format!("{}_{id}.jsonl", created.replace([':', '.'], "-"));
+        Self::create_at(
+            &home.sessions_dir_for(cwd).join(file_name),
+            cwd,
+            model,
+            thinking,
+        )
+    }
+
+    /// A new session to be written at `path` (`<time>_<id>.jsonl`: the id is read from the
+    /// name); nothing touches the disk until the first entry.
+    pub fn create_at(path: &Path, cwd: &Path, model: &Model, thinking: ThinkingLevel) -> Self {
+        let id = path
+            .file_stem()
+            .and_then(|stem| {
+                stem.to_string_lossy()
+                    .rsplit_once('_')
+                    .map(|(_, id)| id.to_string())
+            })
+            .unwrap_or_else(|| random_hex(16));
         let header = SessionHeader {
             kind: HeaderTag::Session,
             version: FORMAT_VERSION,
             id,
             cwd: cwd.to_string_lossy().into_owned(),
-            created,
+            created: rfc3339(now_millis()),
             provider: model.provider.clone(),
             model: model.id.clone(),
             thinking,
         };
         Self {
-            path: home.sessions_dir_for(cwd).join(file_name),
+            path: path.to_path_buf(),
             header,
             file: None,
             last_id: None,
@@ -130,9 +146,12 @@ impl SessionWriter {
         Ok(file)
     }
 
-    /// Records what an agent event changes: a finished message, a compaction.
+    /// Records what an agent event changes: a finished message, a compaction, a model or
+    /// thinking switch.
     pub fn record(&mut self, event: &AgentEvent) -> io::Result<()> {
         match event {
+            AgentEvent::ModelChange { model } => self.record_model(model)?,
+            AgentEvent::ThinkingChange { level } => self.record_thinking(*level)?,
             AgentEvent::MessageEnd { message } => {
                 let id = self.append(EntryBody::Message(message.clone()))?;
                 self.history_ids.push(id);
@@ -184,29 +203,5 @@ impl SessionWriter {
             Some(file) => file.sync_data(),
             None => Ok(()),
         }
-    }
-
-    /// Records every event of `events` on a blocking thread (file writes never stall the async
-    /// runtime) until the channel closes; returns the writer and the write errors it met. A
-    /// failed write is reported, not fatal: the agent keeps working.
-    pub fn spawn_recorder(
-        mut self,
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
-    ) -> JoinHandle<(Self, Vec<io::Error>)> {
-        tokio::task::spawn_blocking(move || {
-            let mut errors = Vec::new();
-            while let Some(event) = events.blocking_recv() {
-                if let Err(err) = self.record(&event) {
-                    errors.push(err);
-                }
-                // One fsync per run, off the per-message path.
-                if matches!(event, AgentEvent::AgentEnd { .. })
-                    && let Err(err) = self.sync()
-                {
-                    errors.push(err);
-                }
-            }
-            (self, errors)
-        })
     }
 }

@@ -9,7 +9,10 @@ use llm::{
     StreamEvent, StreamOptions, ThinkingLevel, ToolCall, ToolResultMessage, Usage, UserContent,
 };
 use session::compaction::{estimate_context_tokens, find_cut, plan, summarize};
-use session::{CompactionSettings, Home, SessionCompactor, SessionWriter, load_session};
+use session::{
+    CompactionSettings, Home, Recorder, RecorderSetup, SessionCompactor, SessionWriter,
+    load_session,
+};
 use tokio_util::sync::CancellationToken;
 
 fn model(window: u64) -> Model {
@@ -225,7 +228,13 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     for message in history {
         writer.record(&AgentEvent::MessageEnd { message }).unwrap();
     }
-    let recorder = writer.spawn_recorder(agent.subscribe());
+    let path = writer.path().to_path_buf();
+    let setup = RecorderSetup {
+        cwd: tmp.path().to_path_buf(),
+        model: m.clone(),
+        thinking: ThinkingLevel::Off,
+    };
+    let recorder = Recorder::spawn(agent.subscribe(), Some(writer), setup);
     agent.prompt(AgentMessage::user("next")).await.unwrap();
     agent.wait_idle().await.unwrap();
 
@@ -240,10 +249,9 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     let snapshot = agent.snapshot().await.unwrap().messages;
     assert!(matches!(snapshot[0], AgentMessage::CompactionSummary(_)));
 
-    drop(agent);
-    let (writer, errors) = recorder.await.unwrap();
-    assert!(errors.is_empty());
-    let loaded = load_session(writer.path()).unwrap();
+    let errors = recorder.finish().await;
+    assert!(errors.is_empty(), "{errors:?}");
+    let loaded = load_session(&path).unwrap();
     assert_eq!(
         loaded.messages, snapshot,
         "the session rebuilds the compacted history"

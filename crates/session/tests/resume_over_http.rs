@@ -12,7 +12,9 @@ use llm::openai_completions::OpenAiCompletions;
 use llm::{Api, Model, ModelCost, ThinkingLevel};
 use mock_llm::{MockServer, Reply, Script};
 use serde_json::{Value, json};
-use session::{Home, PromptInputs, SessionWriter, SystemPrompt, load_session};
+use session::{
+    Home, PromptInputs, Recorder, RecorderSetup, SessionWriter, SystemPrompt, load_session,
+};
 
 struct Echo;
 
@@ -70,6 +72,14 @@ async fn prompt(agent: &Agent, text: &str) {
         .unwrap();
 }
 
+fn setup(cwd: &Path, url: &str) -> RecorderSetup {
+    RecorderSetup {
+        cwd: cwd.to_path_buf(),
+        model: model(url.to_string()),
+        thinking: ThinkingLevel::Off,
+    }
+}
+
 fn system_prompt(home: &Home, cwd: &Path, date: &str) -> String {
     SystemPrompt::load(home, cwd).render(&PromptInputs::gather(home, cwd, date))
 }
@@ -117,16 +127,21 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
         &system_prompt(&home, &cwd, &date),
         Vec::new(),
     );
-    let recorder = writer.spawn_recorder(recorded.subscribe());
+    let path = writer.path().to_path_buf();
+    let recorder = Recorder::spawn(
+        recorded.subscribe(),
+        Some(writer),
+        setup(&cwd, &recording_server.url()),
+    );
     prompt(&recorded, "Echo hi please").await;
     prompt(&recorded, "And now?").await;
+    let errors = recorder.finish().await;
     drop(recorded);
-    let (writer, errors) = recorder.await.unwrap();
     assert!(errors.is_empty(), "{errors:?}");
 
     // A fresh start: find the session, load it, continue.
     let latest = session::latest_session(&home, &cwd).expect("the session is listed");
-    assert_eq!(latest.path, writer.path());
+    assert_eq!(latest.path, path);
     assert_eq!(latest.first_prompt, "Echo hi please");
     assert_eq!(latest.message_count, 6);
     let loaded = load_session(&latest.path).unwrap();
@@ -138,9 +153,11 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     .unwrap();
     let resumed_prompt = system_prompt(&home, &cwd, loaded.start_date().unwrap());
     let resumed = agent(server.url(), &resumed_prompt, loaded.messages.clone());
-    let recorder = SessionWriter::resume(&loaded)
-        .unwrap()
-        .spawn_recorder(resumed.subscribe());
+    let recorder = Recorder::spawn(
+        resumed.subscribe(),
+        Some(SessionWriter::resume(&loaded).unwrap()),
+        setup(&cwd, &server.url()),
+    );
     prompt(&resumed, "One more thing").await;
     let actual = server
         .wait_for_requests(1, Duration::from_secs(10))
@@ -158,8 +175,8 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     );
 
     // The resumed run was appended to the same file.
+    let errors = recorder.finish().await;
     drop(resumed);
-    let (_, errors) = recorder.await.unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     let reloaded = load_session(&latest.path).unwrap();
     assert_eq!(reloaded.messages.len(), 8);

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use agent_core::{AgentEvent, AgentMessage, CompactionOutcome};
+use agent_core::{AgentEvent, AgentMessage, CompactionOutcome, QueueKind, ResetReason};
 use llm::{AssistantContent, StopReason, StreamEvent, ToolResultMessage, UserContent};
 use serde_json::Value;
 
@@ -22,12 +22,8 @@ pub enum Action {
     Steer(String),
     FollowUp(String),
     Abort,
-    /// Take both queues back (Alt+Up): they come back as `Ui::Queued`.
-    PullQueued {
-        after_abort: bool,
-    },
-    /// Run the steering messages that were waiting when the run was aborted.
-    ContinueAfterAbort(Vec<AgentMessage>),
+    /// Take both queues back (Alt+Up): they come back as a `queue_returned` event.
+    TakeQueued,
     Copy(String),
     Shell(String),
     StopShell,
@@ -51,8 +47,8 @@ pub struct App {
     calls: HashMap<String, (String, Value)>,
     pub running: bool,
     pub run_started: Option<Instant>,
-    pub steering: Vec<String>,
-    pub follow_up: Vec<String>,
+    /// What waits in the agent's queues, as its events said.
+    pub queue: Vec<QueuedView>,
     pub editor: Editor,
     pub status: Status,
     /// Transcript lines scrolled up from the bottom; 0 follows new output.
@@ -84,8 +80,7 @@ impl App {
             calls: HashMap::new(),
             running: false,
             run_started: None,
-            steering: Vec::new(),
-            follow_up: Vec::new(),
+            queue: Vec::new(),
             editor: Editor::new(),
             status,
             scroll: 0,
@@ -135,12 +130,9 @@ impl App {
             AgentEvent::AgentEnd { .. } => {
                 self.running = false;
                 self.run_started = None;
-                if std::mem::take(&mut self.abort_requested) {
-                    // Aborted between model calls (a tool was running): say so here.
-                    if !self.interrupted_shown {
-                        self.push_cell(CellKind::Error(INTERRUPTED.into()));
-                    }
-                    return vec![Action::PullQueued { after_abort: true }];
+                // Aborted between model calls (a tool was running): say so here.
+                if std::mem::take(&mut self.abort_requested) && !self.interrupted_shown {
+                    self.push_cell(CellKind::Error(INTERRUPTED.into()));
                 }
             }
             AgentEvent::MessageStart {
@@ -174,12 +166,49 @@ impl App {
                 result,
                 ..
             } => self.tool_result(tool_call_id, result),
-            AgentEvent::QueueUpdate {
-                steering,
-                follow_up,
+            AgentEvent::Queued { id, kind, message } => self.queue.push(QueuedView {
+                id: *id,
+                kind: *kind,
+                text: message.preview(),
+            }),
+            AgentEvent::QueueDelivered { ids, .. } => self.queue.retain(|q| !ids.contains(&q.id)),
+            AgentEvent::QueueReturned { messages } => {
+                self.queue.retain(|q| messages.iter().all(|m| m.id != q.id));
+                // Nothing typed is lost: it goes back into the editor, before the draft.
+                let mut back: Vec<String> = messages.iter().map(|m| m.message.preview()).collect();
+                let draft = self.editor.text();
+                if !draft.is_empty() {
+                    back.push(draft);
+                }
+                self.editor.set_text(&back.join("\n"));
+            }
+            AgentEvent::ModelChange { model } => {
+                self.status.model = model.id.clone();
+                self.status.context_window = model.context_window;
+                self.push_cell(CellKind::Notice(format!(
+                    "Model: {}/{} (from the next request).",
+                    model.provider, model.id
+                )));
+            }
+            AgentEvent::ThinkingChange { level } => {
+                self.status.thinking = Some(*level);
+                self.push_cell(CellKind::Notice(format!(
+                    "Thinking: {}.",
+                    crate::status::level_name(*level)
+                )));
+            }
+            AgentEvent::HistoryReset {
+                messages, reason, ..
             } => {
-                self.steering = steering.clone();
-                self.follow_up = follow_up.clone();
+                self.clear_transcript();
+                self.load_history(messages);
+                let note = match reason {
+                    ResetReason::New => "New session.".to_string(),
+                    ResetReason::Resume => {
+                        format!("Resumed a session of {} messages.", messages.len())
+                    }
+                };
+                self.push_cell(CellKind::Notice(note));
             }
             AgentEvent::CompactionStart { .. } => self.compacting = true,
             AgentEvent::CompactionEnd { outcome, .. } => {
@@ -197,7 +226,7 @@ impl App {
                 };
                 self.push_cell(cell);
             }
-            AgentEvent::TurnStart
+            AgentEvent::TurnStart { .. }
             | AgentEvent::TurnEnd { .. }
             | AgentEvent::MessageStart { .. } => {}
         }
@@ -303,7 +332,7 @@ impl App {
         }
     }
 
-    fn tool_cell(&mut self, id: &str) -> Option<&mut CellKind> {
+    pub fn tool_cell(&mut self, id: &str) -> Option<&mut CellKind> {
         let index = *self.tools.get(id)?;
         Some(self.cells.get_mut(index)?.edit())
     }
@@ -362,6 +391,14 @@ impl App {
             _ => None,
         })
     }
+}
+
+/// A queued message as the queue display shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedView {
+    pub id: u64,
+    pub kind: QueueKind,
+    pub text: String,
 }
 
 fn new_text_cell() -> CellKind {

@@ -1,11 +1,13 @@
-//! What the UI asks of the program around it: the models it may switch to and the sessions it
-//! may start or resume. The binary implements it; the UI never touches session files.
+//! What the UI asks of the program around it: the models it may switch to, the sessions it may
+//! start or resume, and `!cmd` shell commands. The binary implements it; everything here that
+//! touches the disk or a process runs off the UI task, and what changes the conversation comes
+//! back as agent events, not as return values.
 
 use std::path::PathBuf;
 
-use agent_core::AgentMessage;
 use async_trait::async_trait;
-use llm::{Model, ThinkingLevel};
+use llm::{Model, ToolResultMessage};
+use tokio_util::sync::CancellationToken;
 
 /// A saved session as the `/resume` list shows it.
 #[derive(Debug, Clone)]
@@ -15,19 +17,27 @@ pub struct SessionChoice {
     pub label: String,
 }
 
+/// Partial output of a running shell command (its tail so far).
+pub type OnOutput = Box<dyn Fn(String) + Send + Sync>;
+
 #[async_trait]
 pub trait Host: Send + Sync + 'static {
     /// Models for `/model`.
     fn models(&self) -> Vec<Model>;
-    /// The agent now uses `model`: record it in the session.
-    fn model_changed(&self, model: &Model);
-    fn thinking_changed(&self, level: ThinkingLevel);
-    /// Starts a new, empty session (the agent is idle); returns a line to show.
-    async fn new_session(&self) -> Result<String, String>;
+    /// Starts a new, empty session (the agent is idle); the agent announces it with a
+    /// `history_reset` event.
+    async fn new_session(&self) -> Result<(), String>;
     /// Sessions of this directory for `/resume`, newest first.
-    fn sessions(&self) -> Vec<SessionChoice>;
-    /// Loads a session into the agent (idle); returns its history to show.
-    async fn resume(&self, path: PathBuf) -> Result<Vec<AgentMessage>, String>;
+    async fn sessions(&self) -> Vec<SessionChoice>;
+    /// Loads a session into the agent (idle); the agent announces it with a `history_reset`.
+    async fn resume(&self, path: PathBuf) -> Result<(), String>;
+    /// Runs a `!cmd` shell command (the model never sees it) until it ends or `cancel` fires.
+    async fn run_shell(
+        &self,
+        command: String,
+        cancel: CancellationToken,
+        on_output: OnOutput,
+    ) -> ToolResultMessage;
     /// How to come back to this session, shown at exit.
     fn resume_hint(&self) -> Option<String>;
 }

@@ -102,7 +102,7 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             }
             submit(app, input)
         }
-        KeyCode::Up if alt => vec![Action::PullQueued { after_abort: false }],
+        KeyCode::Up if alt => vec![Action::TakeQueued],
         KeyCode::Up if input.popup.is_some() => {
             if let Some(p) = &mut input.popup {
                 p.move_by(-1);

@@ -17,5 +17,5 @@ pub mod terminal;
 pub mod ui;
 pub mod wrap;
 
-pub use host::{Host, SessionChoice};
+pub use host::{Host, OnOutput, SessionChoice};
 pub use runtime::{Options, run};

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agent_core::{Agent, AgentError, AgentMessage, ToolContext};
+use agent_core::{Agent, AgentError, AgentMessage};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
-use llm::{ThinkingLevel, ToolResultMessage, now_millis};
+use llm::{ThinkingLevel, ToolResultMessage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -41,14 +41,9 @@ pub struct Options {
 
 /// Results of background work, back on the UI loop.
 enum Ui {
-    /// A new or resumed session replaced the history: show this one.
-    History(Vec<AgentMessage>, String),
     Files(Vec<String>),
-    Queued {
-        steering: Vec<AgentMessage>,
-        follow_up: Vec<AgentMessage>,
-        after_abort: bool,
-    },
+    Sessions(Vec<crate::host::SessionChoice>),
+    ShellOutput(String, String),
     ShellDone(ToolResultMessage),
     Notice(String),
 }
@@ -108,7 +103,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     actions.extend(app.on_event(&event));
                 }
             }
-            Some(message) = ui_rx.recv() => actions = on_ui(&mut app, &mut input, message),
+            Some(message) = ui_rx.recv() => on_ui(&mut app, &mut input, &mut choices, message),
             _ = sleep_until(wake), if wake.is_some() => app.dirty = true,
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
@@ -127,7 +122,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     }
     // Let the run close (tool results paired, session written) before the terminal is back.
     choices.shell.cancel();
-    agent.abort();
+    agent.stop();
     let _ = tokio::time::timeout(Duration::from_secs(5), agent.wait_idle()).await;
     Ok(())
 }
@@ -138,39 +133,21 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
+fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: Ui) {
     app.dirty = true;
     match message {
         Ui::Files(files) => input.files = files,
-        Ui::Queued {
-            steering,
-            follow_up,
-            after_abort,
-        } => {
-            let texts = |messages: &[AgentMessage]| {
-                messages
-                    .iter()
-                    .map(AgentMessage::preview)
-                    .collect::<Vec<_>>()
-            };
-            // Nothing typed is lost: queued text goes back into the editor, before the draft.
-            let mut back = if after_abort {
-                texts(&follow_up)
-            } else {
-                texts(&steering)
-                    .into_iter()
-                    .chain(texts(&follow_up))
-                    .collect()
-            };
-            if !back.is_empty() {
-                let draft = app.editor.text();
-                if !draft.is_empty() {
-                    back.push(draft);
-                }
-                app.editor.set_text(&back.join("\n"));
-            }
-            if after_abort && !steering.is_empty() {
-                return vec![Action::ContinueAfterAbort(steering)];
+        Ui::Sessions(sessions) => {
+            let items: Vec<(String, String)> = sessions
+                .iter()
+                .map(|s| (s.label.clone(), String::new()))
+                .collect();
+            choices.sessions = sessions;
+            open_choice(app, input, ChoiceKind::Session, items);
+        }
+        Ui::ShellOutput(id, tail) => {
+            if let Some(CellKind::Tool(cell)) = app.tool_cell(&id) {
+                cell.partial = tail;
             }
         }
         Ui::ShellDone(result) => {
@@ -180,13 +157,24 @@ fn on_ui(app: &mut App, input: &mut InputState, message: Ui) -> Vec<Action> {
         Ui::Notice(text) => {
             app.push_cell(CellKind::Notice(text));
         }
-        Ui::History(messages, note) => {
-            app.clear_transcript();
-            app.load_history(&messages);
-            app.push_cell(CellKind::Notice(note));
-        }
     }
-    Vec::new()
+}
+
+fn open_choice(
+    app: &mut App,
+    input: &mut InputState,
+    kind: ChoiceKind,
+    items: Vec<(String, String)>,
+) {
+    if items.is_empty() {
+        app.push_cell(CellKind::Notice("Nothing to choose from.".into()));
+    } else {
+        input.popup = Some(Popup::Choice {
+            kind,
+            items,
+            selected: 0,
+        });
+    }
 }
 
 /// What actions act on.
@@ -223,31 +211,17 @@ fn perform(
     let (agent, ui_tx) = (ctx.agent, ctx.ui_tx);
     match action {
         Action::Prompt(text) => perform_prompt(agent, text, ui_tx),
-        Action::Steer(text) => agent.steer(AgentMessage::user(text)),
-        Action::FollowUp(text) => agent.follow_up(AgentMessage::user(text)),
-        Action::Abort => agent.abort(),
-        Action::PullQueued { after_abort } => {
-            let (agent, tx) = (agent.clone(), ui_tx.clone());
-            tokio::spawn(async move {
-                if let Ok((steering, follow_up)) = agent.take_queued().await {
-                    let _ = tx.send(Ui::Queued {
-                        steering,
-                        follow_up,
-                        after_abort,
-                    });
-                }
-            });
+        Action::Steer(text) => {
+            agent.steer(AgentMessage::user(text));
         }
-        Action::ContinueAfterAbort(messages) => {
+        Action::FollowUp(text) => {
+            agent.follow_up(AgentMessage::user(text));
+        }
+        Action::Abort => agent.abort(),
+        Action::TakeQueued => {
             let agent = agent.clone();
-            tokio::spawn(async move {
-                // A prompt got in first: the messages go back to the steering queue.
-                if agent.prompt_all(messages.clone()).await == Err(AgentError::Busy) {
-                    for message in messages {
-                        agent.steer(message);
-                    }
-                }
-            });
+            // What comes back arrives as a `queue_returned` event.
+            tokio::spawn(async move { agent.take_queued().await });
         }
         Action::Copy(text) => {
             let note = match terminal::copy_to_clipboard(&text) {
@@ -265,10 +239,17 @@ fn perform(
                     "A shell command is still running (Esc stops it).".into(),
                 ));
             } else {
-                choices.shell = run_shell(app, command, ui_tx.clone());
+                choices.shell = run_shell(app, ctx.host.clone(), command, ui_tx.clone());
             }
         }
         Action::StopShell => choices.shell.cancel(),
+        Action::Choose(ChoiceKind::Session) => {
+            // Listing reads every session file: off the UI task.
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let _ = tx.send(Ui::Sessions(host.sessions().await));
+            });
+        }
         Action::Choose(kind) => {
             let items: Vec<(String, String)> = match kind {
                 ChoiceKind::Model => {
@@ -287,77 +268,41 @@ fn perform(
                         })
                         .collect()
                 }
-                ChoiceKind::Thinking => thinking_items(),
-                ChoiceKind::Session => {
-                    choices.sessions = ctx.host.sessions();
-                    choices
-                        .sessions
-                        .iter()
-                        .map(|s| (s.label.clone(), String::new()))
-                        .collect()
-                }
+                ChoiceKind::Thinking | ChoiceKind::Session => thinking_items(),
             };
-            if items.is_empty() {
-                app.push_cell(CellKind::Notice("Nothing to choose from.".into()));
-            } else {
-                input.popup = Some(Popup::Choice {
-                    kind,
-                    items,
-                    selected: 0,
-                });
-            }
+            open_choice(app, input, kind, items);
         }
         Action::Chose(ChoiceKind::Model, i) => {
             if let Some(model) = choices.models.get(i).cloned() {
+                // The status line and the notice follow the agent's `model_change` event.
                 agent.set_model(model.clone());
-                ctx.host.model_changed(&model);
-                app.status.model = model.id.clone();
-                app.status.context_window = model.context_window;
-                app.push_cell(CellKind::Notice(format!(
-                    "Model: {}/{} (from the next request).",
-                    model.provider, model.id
-                )));
                 // A reasoning model: pick its thinking level next.
                 if model.reasoning {
-                    input.popup = Some(Popup::Choice {
-                        kind: ChoiceKind::Thinking,
-                        items: thinking_items(),
-                        selected: 0,
-                    });
+                    open_choice(app, input, ChoiceKind::Thinking, thinking_items());
                 }
             }
         }
         Action::Chose(ChoiceKind::Thinking, i) => {
             if let Some(level) = LEVELS.get(i).copied() {
                 agent.set_thinking(level);
-                ctx.host.thinking_changed(level);
-                app.status.thinking = Some(level);
-                app.push_cell(CellKind::Notice(format!(
-                    "Thinking: {}.",
-                    level_name(level)
-                )));
             }
         }
         Action::Chose(ChoiceKind::Session, i) => {
             if let Some(choice) = choices.sessions.get(i).cloned() {
                 let (host, tx) = (ctx.host.clone(), ui_tx.clone());
                 tokio::spawn(async move {
-                    let message = match host.resume(choice.path).await {
-                        Ok(history) => Ui::History(history, format!("Resumed: {}", choice.label)),
-                        Err(err) => Ui::Notice(format!("Could not resume: {err}")),
-                    };
-                    let _ = tx.send(message);
+                    if let Err(err) = host.resume(choice.path).await {
+                        let _ = tx.send(Ui::Notice(format!("Could not resume: {err}")));
+                    }
                 });
             }
         }
         Action::NewSession => {
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
             tokio::spawn(async move {
-                let message = match host.new_session().await {
-                    Ok(note) => Ui::History(Vec::new(), note),
-                    Err(err) => Ui::Notice(format!("Could not start a new session: {err}")),
-                };
-                let _ = tx.send(message);
+                if let Err(err) = host.new_session().await {
+                    let _ = tx.send(Ui::Notice(format!("Could not start a new session: {err}")));
+                }
             });
         }
         Action::Compact(instructions) => {
@@ -405,34 +350,30 @@ fn perform_prompt(agent: &Agent, text: String, ui_tx: &mpsc::UnboundedSender<Ui>
     });
 }
 
-/// `!cmd`: runs through the bash tool and shows the output; the model never sees it. Returns
-/// the token that stops it.
-fn run_shell(app: &mut App, command: String, tx: mpsc::UnboundedSender<Ui>) -> CancellationToken {
+/// `!cmd`: the host runs it off the UI task and the output is shown; the model never sees
+/// it. Returns the token that stops it.
+fn run_shell(
+    app: &mut App,
+    host: Arc<dyn Host>,
+    command: String,
+    tx: mpsc::UnboundedSender<Ui>,
+) -> CancellationToken {
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let id = format!(
         "shell-{}",
         COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    let args = serde_json::json!({"command": command});
-    app.start_tool(&id, "bash", args.clone());
+    app.start_tool(&id, "bash", serde_json::json!({"command": command}));
     app.shell_running = true;
     let cancel = CancellationToken::new();
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let token = cancel.clone();
     tokio::spawn(async move {
-        let tool = tools::BashTool::new(cwd);
-        let ctx = ToolContext::new(id.clone(), token, |_| {});
-        let output = agent_core::Tool::execute(&tool, args, ctx)
-            .await
-            .unwrap_or_else(|e| agent_core::ToolOutput::error(e.0));
-        let result = ToolResultMessage {
-            tool_call_id: id,
-            tool_name: "bash".into(),
-            content: output.content,
-            details: output.details,
-            is_error: output.is_error,
-            timestamp: now_millis(),
-        };
+        let (updates, cell) = (tx.clone(), id.clone());
+        let on_output = Box::new(move |tail: String| {
+            let _ = updates.send(Ui::ShellOutput(cell.clone(), tail));
+        });
+        let mut result = host.run_shell(command, token, on_output).await;
+        result.tool_call_id = id;
         let _ = tx.send(Ui::ShellDone(result));
     });
     cancel

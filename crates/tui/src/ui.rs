@@ -6,6 +6,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
+use agent_core::QueueKind;
+
 use crate::app::App;
 use crate::input::InputState;
 
@@ -14,7 +16,7 @@ const MAX_QUEUE_ROWS: usize = 4;
 
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
-    let queue_rows = (app.steering.len() + app.follow_up.len()).min(MAX_QUEUE_ROWS) as u16;
+    let queue_rows = app.queue.len().min(MAX_QUEUE_ROWS) as u16;
     let live_rows = u16::from(app.running || input.quit_hint());
     let [transcript, live, queue, editor, status] = Layout::vertical([
         Constraint::Min(1),
@@ -140,16 +142,20 @@ fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
 }
 
 fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let steer = app.steering.iter().map(|t| ("steer: ", t, Color::Yellow));
-    let follow = app
-        .follow_up
+    // Steering first: it is delivered first.
+    let ordered = app
+        .queue
         .iter()
-        .map(|t| ("follow-up: ", t, Color::Blue));
-    let lines: Vec<Line<'static>> = steer
-        .chain(follow)
+        .filter(|q| q.kind == QueueKind::Steer)
+        .chain(app.queue.iter().filter(|q| q.kind == QueueKind::FollowUp));
+    let lines: Vec<Line<'static>> = ordered
         .take(MAX_QUEUE_ROWS)
-        .map(|(label, text, color)| {
-            let first = text.lines().next().unwrap_or_default().to_string();
+        .map(|q| {
+            let (label, color) = match q.kind {
+                QueueKind::Steer => ("steer: ", Color::Yellow),
+                QueueKind::FollowUp => ("follow-up: ", Color::Blue),
+            };
+            let first = q.text.lines().next().unwrap_or_default().to_string();
             Line::from(vec![
                 Span::styled(label, Style::new().fg(color)),
                 Span::raw(first),

@@ -1,8 +1,8 @@
 //! How agent events and user actions change the UI state.
 
-use agent_core::{AgentEvent, AgentMessage};
+use agent_core::{AgentEvent, AgentMessage, QueueKind, QueuedMessage, RunSummary};
 use llm::{AssistantBuilder, StopReason, StreamEvent, ToolResultMessage, UserContent};
-use tui::app::{Action, App};
+use tui::app::App;
 use tui::cells::CellKind;
 use tui::status::Status;
 
@@ -47,18 +47,45 @@ fn a_history_loads_again_after_the_transcript_is_cleared() {
 }
 
 #[test]
-fn an_abort_takes_the_queues_back_when_the_run_ends() {
+fn an_abort_says_so_and_returned_messages_go_back_into_the_editor() {
     let mut app = App::new(Status::default());
     app.on_event(&AgentEvent::AgentStart);
+    for (id, kind, text) in [
+        (1, QueueKind::Steer, "use tabs"),
+        (2, QueueKind::FollowUp, "then docs"),
+    ] {
+        app.on_event(&AgentEvent::Queued {
+            id,
+            kind,
+            message: AgentMessage::user(text),
+        });
+    }
+    assert_eq!(app.queue.len(), 2);
     app.abort_requested = true;
+    app.editor.set_text("my draft");
     let actions = app.on_event(&AgentEvent::AgentEnd {
         messages: Vec::new(),
+        summary: RunSummary::default(),
     });
-    assert_eq!(actions, [Action::PullQueued { after_abort: true }]);
+    assert!(actions.is_empty());
     assert!(!app.running);
     assert!(
         app.cells
             .iter()
             .any(|c| matches!(&c.kind, CellKind::Error(e) if e.starts_with("Interrupted")))
     );
+    // The agent hands the follow-up back and delivers the steer to its next run.
+    app.on_event(&AgentEvent::QueueReturned {
+        messages: vec![QueuedMessage {
+            id: 2,
+            kind: QueueKind::FollowUp,
+            message: AgentMessage::user("then docs"),
+        }],
+    });
+    app.on_event(&AgentEvent::QueueDelivered {
+        ids: vec![1],
+        turn: 3,
+    });
+    assert!(app.queue.is_empty());
+    assert_eq!(app.editor.text(), "then docs\nmy draft");
 }

@@ -1,7 +1,7 @@
 //! What the user sees, as TestBackend snapshots: every cell type, the queue, popups, narrow and
 //! wide terminals.
 
-use agent_core::{AgentEvent, AgentMessage};
+use agent_core::{AgentEvent, AgentMessage, QueueKind, RunSummary, ToolOutcome};
 use llm::{AssistantBuilder, StopReason, StreamEvent, ToolResultMessage, Usage, UserContent};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -90,6 +90,11 @@ fn tool(id: &str, name: &str, args: Value, result: Option<(&str, bool, Value)>) 
                 is_error,
                 timestamp: 0,
             },
+            outcome: if is_error {
+                ToolOutcome::Error
+            } else {
+                ToolOutcome::Ok
+            },
         });
     }
     events
@@ -157,6 +162,7 @@ fn conversation() -> App {
     });
     events.push(AgentEvent::AgentEnd {
         messages: Vec::new(),
+        summary: RunSummary::default(),
     });
     for event in &events {
         app.on_event(event);
@@ -199,9 +205,15 @@ fn a_running_command_with_queued_messages() {
         tool_name: "bash".into(),
         partial: agent_core::ToolOutput::text("   Compiling a v0.1.0\n   Compiling b v0.1.0\n   Compiling c v0.1.0\n   Compiling d v0.1.0\n   Compiling e v0.1.0\n   Compiling f v0.1.0\n   Compiling g v0.1.0"),
     });
-    events.push(AgentEvent::QueueUpdate {
-        steering: vec!["use the dev profile".into()],
-        follow_up: vec!["then run the tests".into()],
+    events.push(AgentEvent::Queued {
+        id: 1,
+        kind: QueueKind::FollowUp,
+        message: AgentMessage::user("then run the tests"),
+    });
+    events.push(AgentEvent::Queued {
+        id: 2,
+        kind: QueueKind::Steer,
+        message: AgentMessage::user("use the dev profile"),
     });
     for event in &events {
         app.on_event(event);

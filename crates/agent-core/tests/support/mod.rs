@@ -53,8 +53,12 @@ impl AgentSlot {
         self.1.lock().unwrap().push(action.clone());
         let agent = self.0.get().expect("agent spawned");
         match action {
-            Action::Steer(text) => agent.steer(AgentMessage::user(text)),
-            Action::FollowUp(text) => agent.follow_up(AgentMessage::user(text)),
+            Action::Steer(text) => {
+                agent.steer(AgentMessage::user(text));
+            }
+            Action::FollowUp(text) => {
+                agent.follow_up(AgentMessage::user(text));
+            }
             Action::Abort => agent.abort(),
         }
     }
@@ -259,12 +263,15 @@ pub enum Behaviour {
     Rendezvous(Arc<tokio::sync::Barrier>),
     /// Streams two partial updates, then echoes.
     Updates,
+    /// Sleeps, then echoes; stops early (with an error) when cancelled.
+    Sleep(Duration),
 }
 
 /// A tool whose behaviour a test chooses; logs `start <id>` / `end <id>`.
 pub struct TestTool {
     pub name: String,
     pub concurrency: Concurrency,
+    pub interruptible: bool,
     pub behaviour: Behaviour,
     pub log: Arc<Mutex<Vec<String>>>,
     pub slot: AgentSlot,
@@ -286,6 +293,10 @@ impl Tool for TestTool {
 
     fn concurrency(&self) -> Concurrency {
         self.concurrency
+    }
+
+    fn interruptible(&self) -> bool {
+        self.interruptible
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -324,6 +335,12 @@ impl Tool for TestTool {
                 ctx.update(ToolOutput::text("partial 2"));
                 Ok(ToolOutput::text("final"))
             }
+            Behaviour::Sleep(time) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(*time) => Ok(ToolOutput::text(format!("slept {args}"))),
+                    _ = ctx.cancel.cancelled() => Err(ToolError("stopped waiting".into())),
+                }
+            }
         };
         self.log
             .lock()
@@ -338,19 +355,29 @@ pub struct Harness {
     pub agent: Agent,
     pub provider: Arc<ScriptedProvider>,
     pub events: mpsc::UnboundedReceiver<AgentEvent>,
+    /// Every event received so far.
+    pub seen: Vec<AgentEvent>,
     pub log: Arc<Mutex<Vec<String>>>,
     pub slot: AgentSlot,
 }
 
 pub struct HarnessBuilder {
     replies: Vec<Vec<Step>>,
-    tools: Vec<(String, Concurrency, Behaviour)>,
+    tools: Vec<(String, Concurrency, Behaviour, bool)>,
     configure: Box<dyn FnOnce(&mut AgentConfig)>,
 }
 
 impl HarnessBuilder {
     pub fn tool(mut self, name: &str, concurrency: Concurrency, behaviour: Behaviour) -> Self {
-        self.tools.push((name.to_string(), concurrency, behaviour));
+        self.tools
+            .push((name.to_string(), concurrency, behaviour, false));
+        self
+    }
+
+    /// A tool that only waits: a steering message cuts it short.
+    pub fn interruptible_tool(mut self, name: &str, behaviour: Behaviour) -> Self {
+        self.tools
+            .push((name.to_string(), Concurrency::Shared, behaviour, true));
         self
     }
 
@@ -371,10 +398,11 @@ impl HarnessBuilder {
         });
         let mut config = AgentConfig::new(model("scripted"), provider.clone());
         config.system_prompt = "You are a test.".to_string();
-        for (name, concurrency, behaviour) in self.tools {
+        for (name, concurrency, behaviour, interruptible) in self.tools {
             config.tools.push(Arc::new(TestTool {
                 name,
                 concurrency,
+                interruptible,
                 behaviour,
                 log: log.clone(),
                 slot: slot.clone(),
@@ -388,6 +416,7 @@ impl HarnessBuilder {
             agent,
             provider,
             events,
+            seen: Vec::new(),
             log,
             slot,
         }
@@ -409,7 +438,19 @@ impl Harness {
         self.settle().await
     }
 
-    /// Waits for the agent to go idle and returns the events seen since the last call.
+    /// The next event (recorded in `seen`).
+    pub async fn next_event(&mut self) -> AgentEvent {
+        let event = tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("an event within 20 s")
+            .expect("the agent is alive");
+        self.seen.push(event.clone());
+        event
+    }
+
+    /// Waits for the agent to go idle and returns the events seen since the last call. Checks
+    /// every event seen so far against the loop's invariants: sequences closed by the loop
+    /// itself (no repair), every queued message delivered, returned or still queued.
     pub async fn settle(&mut self) -> Vec<AgentEvent> {
         tokio::time::timeout(Duration::from_secs(20), self.agent.wait_idle())
             .await
@@ -419,7 +460,29 @@ impl Harness {
         while let Ok(event) = self.events.try_recv() {
             events.push(event);
         }
+        self.seen.extend(events.iter().cloned());
+        assert_balanced(&self.seen);
+        assert_no_repairs(&self.seen);
+        let snapshot = self.agent.snapshot().await.unwrap();
+        let still: Vec<u64> = snapshot
+            .steering
+            .iter()
+            .chain(&snapshot.follow_up)
+            .map(|q| q.id)
+            .collect();
+        assert_queue_life(&self.seen, &still);
         events
+    }
+
+    /// The summaries of every finished run so far.
+    pub fn summaries(&self) -> Vec<agent_core::RunSummary> {
+        self.seen
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::AgentEnd { summary, .. } => Some(summary.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     pub async fn messages(&self) -> Vec<AgentMessage> {
@@ -438,7 +501,10 @@ pub fn kinds(events: &[AgentEvent]) -> Vec<String> {
         .filter(|e| {
             !matches!(
                 e,
-                AgentEvent::MessageUpdate { .. } | AgentEvent::QueueUpdate { .. }
+                AgentEvent::MessageUpdate { .. }
+                    | AgentEvent::Queued { .. }
+                    | AgentEvent::QueueDelivered { .. }
+                    | AgentEvent::QueueReturned { .. }
             )
         })
         .map(|e| {
@@ -514,7 +580,7 @@ pub fn assert_balanced(events: &[AgentEvent]) {
                 assert!(tools.is_empty(), "agent_end with running tools {tools:?}");
                 agent -= 1;
             }
-            AgentEvent::TurnStart => {
+            AgentEvent::TurnStart { .. } => {
                 assert_eq!(turn, 0, "nested turn_start");
                 turn += 1;
             }
@@ -542,13 +608,104 @@ pub fn assert_balanced(events: &[AgentEvent]) {
                     .expect("end of a started tool");
                 tools.remove(pos);
             }
-            AgentEvent::QueueUpdate { .. }
-            | AgentEvent::CompactionStart { .. }
-            | AgentEvent::CompactionEnd { .. } => {}
+            AgentEvent::CompactionStart { .. }
+            | AgentEvent::CompactionEnd { .. }
+            | AgentEvent::ModelChange { .. }
+            | AgentEvent::ThinkingChange { .. }
+            | AgentEvent::HistoryReset { .. }
+            | AgentEvent::Queued { .. }
+            | AgentEvent::QueueDelivered { .. }
+            | AgentEvent::QueueReturned { .. } => {}
         }
     }
     assert_eq!((agent, turn, message), (0, 0, 0), "sequence left open");
     assert!(tools.is_empty(), "tools left running: {tools:?}");
+}
+
+/// The repair layer stayed idle: every run closed what it opened by itself.
+pub fn assert_no_repairs(events: &[AgentEvent]) {
+    for event in events {
+        if let AgentEvent::AgentEnd { summary, .. } = event {
+            assert_eq!(
+                summary.repairs, 0,
+                "the agent had to repair a run: {summary:?}"
+            );
+        }
+    }
+}
+
+/// Every queued message is queued once and then either delivered or returned once, or still
+/// waits in `still_queued`; a delivered message is in the history right after its
+/// `queue_delivered`.
+pub fn assert_queue_life(events: &[AgentEvent], still_queued: &[u64]) {
+    use std::collections::HashMap;
+    #[derive(Debug, PartialEq)]
+    enum Life {
+        Queued,
+        Delivered,
+        Returned,
+    }
+    let mut life: HashMap<u64, Life> = HashMap::new();
+    let mut texts: HashMap<u64, String> = HashMap::new();
+    for (i, event) in events.iter().enumerate() {
+        match event {
+            AgentEvent::Queued { id, message, .. } => {
+                assert!(
+                    life.insert(*id, Life::Queued).is_none(),
+                    "{id} queued twice"
+                );
+                texts.insert(*id, message.preview());
+            }
+            AgentEvent::QueueDelivered { ids, .. } => {
+                let following: Vec<String> = events[i + 1..]
+                    .iter()
+                    .filter_map(|e| match e {
+                        AgentEvent::MessageEnd { message } => Some(message.preview()),
+                        _ => None,
+                    })
+                    .take(ids.len())
+                    .collect();
+                for (n, id) in ids.iter().enumerate() {
+                    assert_eq!(
+                        life.get(id),
+                        Some(&Life::Queued),
+                        "{id} delivered when not queued"
+                    );
+                    life.insert(*id, Life::Delivered);
+                    assert_eq!(
+                        following.get(n),
+                        texts.get(id),
+                        "{id} not injected after delivery"
+                    );
+                }
+            }
+            AgentEvent::QueueReturned { messages } => {
+                for m in messages {
+                    assert_eq!(
+                        life.get(&m.id),
+                        Some(&Life::Queued),
+                        "{} returned when not queued",
+                        m.id
+                    );
+                    life.insert(m.id, Life::Returned);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (id, state) in &life {
+        if *state == Life::Queued {
+            assert!(
+                still_queued.contains(id),
+                "message {id} vanished: neither delivered nor returned nor queued"
+            );
+        } else {
+            assert!(
+                !still_queued.contains(id),
+                "message {id} ended and is still queued"
+            );
+        }
+    }
 }
 
 pub fn text_of(message: &AgentMessage) -> String {

@@ -1,0 +1,163 @@
+//! The RPC protocol's messages as types: one command per JSON line in, one response per
+//! command out (agent events go out as they are). docs/rpc.md shows each with an example.
+
+use std::path::PathBuf;
+
+use agent_core::{AgentMessage, QueueKind};
+use llm::ThinkingLevel;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One line of input: a command, with an optional `id` echoed in its response.
+#[derive(Debug, Deserialize)]
+pub struct Request {
+    #[serde(default)]
+    pub id: Value,
+    #[serde(flatten)]
+    pub command: Command,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    /// Starts a run; while one is going, `streaming_behavior` says whether the message steers
+    /// it or waits as a follow-up (without it, a busy agent refuses).
+    Prompt {
+        message: String,
+        #[serde(default)]
+        streaming_behavior: Option<StreamingBehavior>,
+    },
+    Steer {
+        message: String,
+    },
+    FollowUp {
+        message: String,
+    },
+    Abort,
+    GetState,
+    SetModel {
+        /// `provider/id`, as `--list-models` shows it.
+        model: String,
+    },
+    SetThinking {
+        level: ThinkingLevel,
+    },
+    GetMessages,
+    Compact {
+        #[serde(default)]
+        instructions: Option<String>,
+    },
+    NewSession,
+}
+
+impl Command {
+    /// The name of the command, as in its `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Prompt { .. } => "prompt",
+            Self::Steer { .. } => "steer",
+            Self::FollowUp { .. } => "follow_up",
+            Self::Abort => "abort",
+            Self::GetState => "get_state",
+            Self::SetModel { .. } => "set_model",
+            Self::SetThinking { .. } => "set_thinking",
+            Self::GetMessages => "get_messages",
+            Self::Compact { .. } => "compact",
+            Self::NewSession => "new_session",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamingBehavior {
+    Steer,
+    FollowUp,
+}
+
+/// The answer to one command.
+#[derive(Debug, Serialize)]
+pub struct Response {
+    #[serde(rename = "type")]
+    pub kind: ResponseTag,
+    pub id: Value,
+    pub command: String,
+    pub success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Data>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseTag {
+    Response,
+}
+
+impl Response {
+    pub fn new(id: Value, command: &str, result: Result<Option<Data>, String>) -> Self {
+        let (success, data, error) = match result {
+            Ok(data) => (true, data, None),
+            Err(error) => (false, None, Some(error)),
+        };
+        Self {
+            kind: ResponseTag::Response,
+            id,
+            command: command.to_string(),
+            success,
+            data,
+            error,
+        }
+    }
+}
+
+/// What a successful command returns.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Data {
+    /// `prompt` (when it queued), `steer`, `follow_up`: the queued message's id and queue.
+    Queued {
+        queued: QueuedRef,
+    },
+    State(Box<State>),
+    Messages {
+        messages: Vec<AgentMessage>,
+    },
+    Session {
+        session: Option<SessionRef>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueuedRef {
+    pub id: u64,
+    pub kind: QueueKind,
+}
+
+/// `get_state`.
+#[derive(Debug, Serialize)]
+pub struct State {
+    /// `provider/id`.
+    pub model: String,
+    pub thinking: ThinkingLevel,
+    pub busy: bool,
+    /// How many messages the history holds.
+    pub messages: usize,
+    /// Queued messages, steering first, in delivery order.
+    pub queue: Vec<QueueEntry>,
+    pub session: Option<SessionRef>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueueEntry {
+    pub id: u64,
+    pub kind: QueueKind,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionRef {
+    pub id: String,
+    pub path: PathBuf,
+}

@@ -1,0 +1,130 @@
+//! Starting, resuming and listing sessions for the interactive and RPC modes.
+//!
+//! Each switch follows one order: the file work happens first, off the async runtime (so a
+//! slow disk never freezes the UI, and a failure is reported before anything changed); then
+//! the writer is handed to the recorder; then the agent is reset, and its `history_reset`
+//! event tells every reader — the TUI, an RPC client, the recorder — what happened.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use agent_core::{Agent, ResetReason};
+use session::{Home, Recorder, SessionInfo, SessionWriter};
+
+/// The session a mode is recording into, and how to switch it.
+pub struct Sessions {
+    agent: Agent,
+    recorder: Recorder,
+    home: Home,
+    cwd: PathBuf,
+    no_session: bool,
+    /// The current session file and its id; none with `--no-session`.
+    current: Mutex<Option<(PathBuf, String)>>,
+}
+
+impl Sessions {
+    pub fn new(
+        agent: Agent,
+        recorder: Recorder,
+        home: Home,
+        cwd: PathBuf,
+        no_session: bool,
+        current: Option<(PathBuf, String)>,
+    ) -> Self {
+        Self {
+            agent,
+            recorder,
+            home,
+            cwd,
+            no_session,
+            current: Mutex::new(current),
+        }
+    }
+
+    pub fn current(&self) -> Option<(PathBuf, String)> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A new, empty session (nothing is written until its first message).
+    pub async fn new_session(&self) -> Result<(), String> {
+        let snapshot = self.agent.snapshot().await.map_err(|e| e.to_string())?;
+        if snapshot.running {
+            return Err("the agent is running; stop it first (Esc)".into());
+        }
+        let writer = (!self.no_session).then(|| {
+            SessionWriter::create(&self.home, &self.cwd, &snapshot.model, snapshot.thinking)
+        });
+        self.switch(writer, Vec::new(), ResetReason::New).await
+    }
+
+    /// Loads the session at `path` into the agent and records into it from now on.
+    pub async fn resume(&self, path: PathBuf) -> Result<(), String> {
+        // The recorder may still be writing the file: let it finish first.
+        self.recorder.flush().await;
+        let no_session = self.no_session;
+        let (loaded, writer) = tokio::task::spawn_blocking(move || {
+            let loaded =
+                session::load_session(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let writer = if no_session {
+                None
+            } else {
+                Some(
+                    SessionWriter::resume(&loaded)
+                        .map_err(|e| format!("{}: {e}", path.display()))?,
+                )
+            };
+            Ok::<_, String>((loaded, writer))
+        })
+        .await
+        .map_err(|e| format!("loading the session failed: {e}"))??;
+        self.switch(writer, loaded.messages, ResetReason::Resume)
+            .await
+    }
+
+    async fn switch(
+        &self,
+        writer: Option<SessionWriter>,
+        messages: Vec<agent_core::AgentMessage>,
+        reason: ResetReason,
+    ) -> Result<(), String> {
+        let label = writer
+            .as_ref()
+            .map(|w| w.path().to_string_lossy().into_owned());
+        let current = writer
+            .as_ref()
+            .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
+        // Prepared before the reset: its event must find the writer in place.
+        if let Some(writer) = writer {
+            self.recorder.prepare(writer);
+        }
+        self.agent
+            .reset(messages, reason, label)
+            .await
+            .map_err(|e| e.to_string())?;
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = current;
+        Ok(())
+    }
+
+    /// The sessions of this directory, newest first (read off the async runtime).
+    pub async fn list(&self) -> Vec<SessionInfo> {
+        let (home, cwd) = (self.home.clone(), self.cwd.clone());
+        tokio::task::spawn_blocking(move || session::list_sessions(&home, &cwd))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// How to come back to this session, shown at exit.
+    pub fn resume_hint(&self) -> Option<String> {
+        let (_, id) = self.current()?;
+        Some(format!(
+            "Resume this session with: coding-agent --session {id}"
+        ))
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+}
