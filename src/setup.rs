@@ -97,6 +97,7 @@ pub fn build(
         .or(config.thinking)
         .unwrap_or(ThinkingLevel::Off);
 
+    let tool_options = tool_options(config, &registry);
     let tools = match &cli.tools {
         Some(names) => {
             let names: Vec<&str> = names
@@ -104,9 +105,9 @@ pub fn build(
                 .map(|n| n.trim())
                 .filter(|n| !n.is_empty())
                 .collect();
-            tools::tools_named(&cwd, &names).map_err(Fail)?
+            tools::tools_named_with(&cwd, &names, &tool_options).map_err(Fail)?
         }
-        None => tools::all_tools(&cwd),
+        None => tools::all_tools_with(&cwd, &tool_options),
     };
     let date = resumed
         .as_ref()
@@ -187,6 +188,28 @@ pub fn build(
 pub fn new_writer(setup: &Setup) -> Option<SessionWriter> {
     (!setup.no_session)
         .then(|| SessionWriter::create(&setup.home, &setup.cwd, &setup.model, setup.thinking))
+}
+
+/// The tools' options from the config: bash commands do not see the provider keys (every
+/// provider's variable, the config's `api_key_env`s, any `*_API_KEY`) unless
+/// `[tools.bash] inherit_keys = true`.
+pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions {
+    let hidden_env = if config.tools.bash.inherit_keys == Some(true) {
+        Vec::new()
+    } else {
+        let extra: Vec<String> = config
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect();
+        tools::key_env_vars(registry, &extra)
+    };
+    tools::ToolOptions {
+        bash: tools::BashOptions {
+            hidden_env,
+            ..tools::BashOptions::default()
+        },
+    }
 }
 
 fn stream_options(config: &Config) -> StreamOptions {

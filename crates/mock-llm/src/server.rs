@@ -415,10 +415,10 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
                     }
                 }
             }
-            Some(Fault::HugeEvent { after, bytes }) if i == after => {
-                if !send_huge_event(tx, bytes).await {
-                    return false;
-                }
+            Some(Fault::HugeEvent { after, bytes })
+                if i == after && !send_huge_event(tx, bytes).await =>
+            {
+                return false;
             }
             _ => {}
         }
