@@ -59,12 +59,14 @@ impl Tool for WriteTool {
         }
         // Never through a FIFO or a device: reading the old content would block on one.
         refuse_special(&path, &shown, "written").map_err(ToolError)?;
+        // The old content is only for the diff: an unreadable old file is replaced like a
+        // missing one (a special file swapped in meanwhile is refused by `atomic_write`).
         let old = {
             let (path, shown) = (path.clone(), shown.clone());
             tokio::task::spawn_blocking(move || read_regular(&path, &shown, "replace"))
                 .await
                 .map_err(|e| ToolError(format!("write failed: {e}")))?
-                .map_err(ToolError)?
+                .unwrap_or(None)
         };
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent)
