@@ -21,7 +21,23 @@ pub struct Config {
     #[serde(default)]
     pub compaction: CompactionConfig,
     #[serde(default)]
+    pub tools: ToolsConfig,
+    #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    #[serde(default)]
+    pub bash: BashConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BashConfig {
+    /// Commands see the provider API keys (hidden by default).
+    pub inherit_keys: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -87,6 +103,13 @@ impl Config {
                     project.display()
                 ));
             }
+            // Nor hand them to the model's commands.
+            if overrides.tools.bash.inherit_keys == Some(true) {
+                return Err(format!(
+                    "{}: [tools.bash] inherit_keys may only be turned on in the home config.toml",
+                    project.display()
+                ));
+            }
             config.merge(overrides);
         }
         Ok(config)
@@ -123,6 +146,8 @@ impl Config {
         c.enabled = other.compaction.enabled.or(c.enabled);
         c.reserve_tokens = other.compaction.reserve_tokens.or(c.reserve_tokens);
         c.keep_recent_tokens = other.compaction.keep_recent_tokens.or(c.keep_recent_tokens);
+        let bash = &mut self.tools.bash;
+        bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
     }
 
@@ -188,6 +213,8 @@ max_retries = 5
 steering = "one-at-a-time"
 [compaction]
 reserve_tokens = 8000
+[tools.bash]
+inherit_keys = true
 [providers.local]
 api = "openai-completions"
 base_url = "http://127.0.0.1:8080/v1"
@@ -198,6 +225,7 @@ models = [{ id = "qwen", context_window = 32768 }]
         .unwrap();
         assert_eq!(config.thinking, Some(ThinkingLevel::High));
         assert_eq!(config.queue.steering, Some(QueueMode::OneAtATime));
+        assert_eq!(config.tools.bash.inherit_keys, Some(true));
         let mut registry = Registry::builtin();
         config.extend_registry(&mut registry).unwrap();
         assert_eq!(registry.get("local/qwen").unwrap().context_window, 32768);

@@ -96,6 +96,7 @@ pub fn build(
         .or(config.thinking)
         .unwrap_or(ThinkingLevel::Off);
 
+    let tool_options = tool_options(config, &registry);
     let tools = match &cli.tools {
         Some(names) => {
             let names: Vec<&str> = names
@@ -103,11 +104,15 @@ pub fn build(
                 .map(|n| n.trim())
                 .filter(|n| !n.is_empty())
                 .collect();
-            tools::tools_named(&cwd, &names).map_err(Fail)?
+            tools::tools_named_with(&cwd, &names, &tool_options).map_err(Fail)?
         }
-        None => tools::all_tools(&cwd),
+        None => tools::all_tools_with(&cwd, &tool_options),
     };
-    let shell: Arc<dyn agent_core::Tool> = Arc::new(tools::BashTool::new(cwd.clone()));
+    // `!cmd` runs like the model's bash: same hidden keys, same spill directory.
+    let shell: Arc<dyn agent_core::Tool> = Arc::new(tools::BashTool::with_options(
+        cwd.clone(),
+        tool_options.bash.clone(),
+    ));
     let date = resumed
         .as_ref()
         .and_then(|s| s.start_date().map(str::to_string))
@@ -195,6 +200,28 @@ pub fn build(
         sessions,
         shell,
     })
+}
+
+/// The tools' options from the config: bash commands do not see the provider keys (every
+/// provider's variable, the config's `api_key_env`s, any `*_API_KEY`) unless
+/// `[tools.bash] inherit_keys = true`.
+pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions {
+    let hidden_env = if config.tools.bash.inherit_keys == Some(true) {
+        Vec::new()
+    } else {
+        let extra: Vec<String> = config
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect();
+        tools::key_env_vars(registry, &extra)
+    };
+    tools::ToolOptions {
+        bash: tools::BashOptions {
+            hidden_env,
+            ..tools::BashOptions::default()
+        },
+    }
 }
 
 fn stream_options(config: &Config) -> StreamOptions {

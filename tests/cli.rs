@@ -478,3 +478,55 @@ async fn ctrl_c_in_print_mode_kills_the_command_and_saves_the_session() {
         "the aborted call's result was saved: {saved}"
     );
 }
+
+/// Runs `-p` with `OPENAI_API_KEY` set; the scripted model runs `env` through bash. Returns
+/// what the model got back from the command.
+async fn env_seen_by_bash(env: &Env) -> String {
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": "env"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let mut command = env.command(Some(&server), &["-p", "show the environment"]);
+    command
+        .env("OPENAI_API_KEY", "sk-cli-secret")
+        .env("VISIBLE_SETTING", "shown");
+    let out = tokio::task::spawn_blocking(move || command.stdin(Stdio::null()).output().unwrap())
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let second = &server.requests()[1].body;
+    second["messages"][3]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn bash_commands_do_not_see_provider_keys_unless_the_home_config_allows() {
+    let env = Env::new();
+    let seen = env_seen_by_bash(&env).await;
+    assert!(seen.contains("VISIBLE_SETTING=shown"), "{seen}");
+    assert!(!seen.contains("sk-cli-secret"), "{seen}");
+
+    // A repository cannot turn it on.
+    std::fs::create_dir_all(env.work.path().join(".coding-agent")).unwrap();
+    let repo_config = env.work.path().join(".coding-agent/config.toml");
+    std::fs::write(&repo_config, "[tools.bash]\ninherit_keys = true\n").unwrap();
+    let out = env.run(None, &["-p", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("inherit_keys may only be turned on in the home config.toml"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_file(&repo_config).unwrap();
+
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[tools.bash]\ninherit_keys = true\n",
+    )
+    .unwrap();
+    let seen = env_seen_by_bash(&env).await;
+    assert!(seen.contains("OPENAI_API_KEY=sk-cli-secret"), "{seen}");
+}

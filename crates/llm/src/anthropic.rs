@@ -241,7 +241,7 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
     }
     mark_last_user_turn(&mut messages);
     // The API requires a limit; the model's own is the natural one.
-    let mut max_tokens = options.max_tokens.unwrap_or(model.max_output).max(1);
+    let mut max_tokens = crate::openai_completions::output_limit(model, options);
     let mut body = json!({
         "model": model.id,
         "messages": messages,

@@ -103,12 +103,25 @@ pub(crate) async fn send_with_retry(
             Err(Attempt::Transient(failure, retry_after)) => (failure, retry_after),
         };
         attempt += 1;
-        let Some(delay) = options.retry.delay(attempt, retry_after) else {
-            let mut failure = failure;
-            if attempt > 1 {
-                failure.reason += &format!(" (gave up after {} retries)", attempt - 1);
+        let delay = match options.retry.delay(attempt, retry_after.as_ref()) {
+            retry::Delay::Wait(delay) => delay,
+            retry::Delay::Exhausted => {
+                let mut failure = failure;
+                if attempt > 1 {
+                    failure.reason += &format!(" (gave up after {} retries)", attempt - 1);
+                }
+                return Err(failure);
             }
-            return Err(failure);
+            retry::Delay::TooLong => {
+                let mut failure = failure;
+                let asked = retry_after.map(|r| r.shown).unwrap_or_default();
+                failure.reason += &format!(
+                    "; {provider} asked to retry after {asked}, more than the {} limit \
+                     (retry.max_delay_ms)",
+                    human_duration(options.retry.max_delay)
+                );
+                return Err(failure);
+            }
         };
         let retry = StreamEvent::Retry {
             attempt,
@@ -128,7 +141,7 @@ pub(crate) async fn send_with_retry(
 
 enum Attempt {
     /// Worth another try after the server's `retry-after`, if it sent one.
-    Transient(Failure, Option<Duration>),
+    Transient(Failure, Option<retry::RetryAfter>),
     Final(Failure),
 }
 

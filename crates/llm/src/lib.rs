@@ -8,6 +8,7 @@
 pub mod anthropic;
 mod builder;
 mod event;
+mod eventsource;
 mod http;
 mod message;
 mod model;

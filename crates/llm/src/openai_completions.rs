@@ -235,16 +235,15 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
             .collect();
         body["tools"] = Value::Array(tools);
     }
-    if let Some(max) = options.max_tokens {
-        // OpenAI's reasoning models reject `max_tokens`; every other compatible server
-        // (llama.cpp, Ollama, vLLM, DeepSeek, …) knows only `max_tokens`.
-        let field = if model.provider == "openai" {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        body[field] = json!(max);
-    }
+    // Always sent: without it some local servers generate until their context is full (a
+    // small model looping for minutes). OpenAI's reasoning models reject `max_tokens`; every
+    // other compatible server (llama.cpp, Ollama, vLLM, DeepSeek, …) knows only `max_tokens`.
+    let field = if model.provider == "openai" {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    body[field] = json!(output_limit(model, options));
     if let Some(effort) = reasoning_effort(model, options.thinking) {
         // `minimal` is OpenAI's own level; compatible servers (Gemini among them) accept only
         // low, medium and high.
@@ -255,6 +254,11 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
         body["reasoning_effort"] = json!(effort);
     }
     body
+}
+
+/// The output token limit of a request: the caller's, else the model's own.
+pub(crate) fn output_limit(model: &Model, options: &StreamOptions) -> u64 {
+    options.max_tokens.unwrap_or(model.max_output).max(1)
 }
 
 /// The `reasoning_effort` of a thinking level; none for models that do not reason, and none

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, Failure, WireRequest};
-use crate::openai_completions::reasoning_effort;
+use crate::openai_completions::{output_limit, reasoning_effort};
 use crate::sse::{self, Flow, WireParser};
 use crate::{
     AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
@@ -257,9 +257,7 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
             .collect();
         body["tools"] = Value::Array(tools);
     }
-    if let Some(max) = options.max_tokens {
-        body["max_output_tokens"] = json!(max);
-    }
+    body["max_output_tokens"] = json!(output_limit(model, options));
     if let Some(effort) = reasoning_effort(model, options.thinking) {
         body["reasoning"] = json!({"effort": effort, "summary": "auto"});
     }

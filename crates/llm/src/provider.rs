@@ -31,15 +31,15 @@ pub struct Context {
 pub struct StreamOptions {
     /// Sent as a bearer token (or the provider's key header); local servers need none.
     pub api_key: Option<String>,
-    /// Output token limit; each API has its own default when absent.
+    /// Output token limit sent with every request; the model's `max_output` when absent.
     pub max_tokens: Option<u64>,
     pub thinking: ThinkingLevel,
     /// Extra HTTP headers.
     pub headers: Vec<(String, String)>,
     /// Retries of requests that fail before the first byte of the response.
     pub retry: RetryPolicy,
-    /// A response that sends no bytes for this long fails (default 120 s): a hung server must
-    /// never hang the agent.
+    /// A response that sends no content for this long fails (default 120 s): a hung server
+    /// must never hang the agent. Keep-alive comments and empty events are not content.
     pub idle_timeout: Duration,
 }
 

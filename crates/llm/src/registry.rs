@@ -125,6 +125,19 @@ impl Registry {
         self.providers.get(name)
     }
 
+    /// Every provider named by the registry (with defaults or only by its models), sorted.
+    pub fn provider_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .providers
+            .keys()
+            .cloned()
+            .chain(self.models.iter().map(|m| m.provider.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Every model, in registry order.
     pub fn models(&self) -> Vec<Model> {
         self.models.iter().filter_map(|m| self.resolve(m)).collect()

@@ -36,21 +36,43 @@ impl RetryPolicy {
         }
     }
 
-    /// The wait before retry number `attempt` (1-based), or `None` when no retry is left or the
-    /// server asks for a longer wait than `max_delay`.
-    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Option<Duration> {
+    /// What to do before retry number `attempt` (1-based).
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<&RetryAfter>) -> Delay {
         if attempt > self.max_retries {
-            return None;
+            return Delay::Exhausted;
         }
-        if let Some(wait) = retry_after {
-            return (wait <= self.max_delay).then_some(wait);
+        if let Some(asked) = retry_after {
+            if asked.wait > self.max_delay {
+                return Delay::TooLong;
+            }
+            return Delay::Wait(asked.wait);
         }
         let exponential = self
             .base_delay
             .saturating_mul(1u32 << (attempt - 1).min(16))
             .min(self.max_delay);
-        Some(jitter(exponential))
+        Delay::Wait(jitter(exponential))
     }
+}
+
+/// The decision before a retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delay {
+    /// Wait this long, then send again.
+    Wait(Duration),
+    /// No retry is left.
+    Exhausted,
+    /// The server asked for a longer wait than `max_delay`.
+    TooLong,
+}
+
+/// A wait the server asked for, and how it said it (for the message when it is too long).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RetryAfter {
+    /// Saturated: a wait too long to represent is `Duration::MAX`.
+    pub wait: Duration,
+    /// As sent, with its unit: `1e30 s`, `250 ms`.
+    pub shown: String,
 }
 
 /// Statuses worth another attempt: rate limits, overload (Anthropic's 529) and server errors.
@@ -59,16 +81,25 @@ pub(crate) fn retryable_status(status: u16) -> bool {
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds; HTTP dates are rare for APIs and
-/// fall back to the backoff.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    let valid = |v: f64| v.is_finite() && v >= 0.0;
-    if let Some(ms) = value("retry-after-ms").filter(|v| valid(*v)) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+/// fall back to the backoff. A value too large for a `Duration` (`1e30`) saturates: it is
+/// still a request to wait, and far too long.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<RetryAfter> {
+    let value = |name: &str| {
+        let text = headers.get(name)?.to_str().ok()?.trim();
+        let number = text.parse::<f64>().ok()?;
+        (number.is_finite() && number >= 0.0).then(|| (number, text.to_string()))
+    };
+    let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
+    if let Some((ms, text)) = value("retry-after-ms") {
+        return Some(RetryAfter {
+            wait: secs(ms / 1000.0),
+            shown: format!("{text} ms"),
+        });
     }
-    value("retry-after")
-        .filter(|v| valid(*v))
-        .map(Duration::from_secs_f64)
+    value("retry-after").map(|(s, text)| RetryAfter {
+        wait: secs(s),
+        shown: format!("{text} s"),
+    })
 }
 
 /// Scales `delay` by a random factor in [0.5, 1.0) so that many clients hitting the same
@@ -93,28 +124,44 @@ mod tests {
         let policy = RetryPolicy::default();
         for attempt in 1..=3 {
             let full = Duration::from_secs(1 << (attempt - 1));
-            let delay = policy.delay(attempt, None).unwrap();
+            let Delay::Wait(delay) = policy.delay(attempt, None) else {
+                panic!("attempt {attempt} waits")
+            };
             assert!(delay >= full / 2 && delay < full, "{attempt}: {delay:?}");
         }
-        assert_eq!(policy.delay(4, None), None);
-        assert_eq!(RetryPolicy::none().delay(1, None), None);
+        assert_eq!(policy.delay(4, None), Delay::Exhausted);
+        assert_eq!(RetryPolicy::none().delay(1, None), Delay::Exhausted);
     }
 
     #[test]
     fn retry_after_wins_unless_it_is_too_long() {
         let policy = RetryPolicy::default();
-        let asked = Duration::from_secs(7);
-        assert_eq!(policy.delay(1, Some(asked)), Some(asked));
-        assert_eq!(policy.delay(1, Some(Duration::from_secs(3600))), None);
+        let asked = |secs| RetryAfter {
+            wait: Duration::from_secs(secs),
+            shown: format!("{secs} s"),
+        };
+        assert_eq!(
+            policy.delay(1, Some(&asked(7))),
+            Delay::Wait(Duration::from_secs(7))
+        );
+        assert_eq!(policy.delay(1, Some(&asked(3600))), Delay::TooLong);
     }
 
     #[test]
     fn retry_after_headers_are_read() {
         let mut headers = reqwest::header::HeaderMap::new();
+        let wait = |headers: &reqwest::header::HeaderMap| retry_after(headers).map(|r| r.wait);
         headers.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        assert_eq!(wait(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after-ms", "250".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        assert_eq!(wait(&headers), Some(Duration::from_millis(250)));
+        assert_eq!(retry_after(&headers).unwrap().shown, "250 ms");
+        headers.insert("retry-after-ms", "1e30".parse().unwrap());
+        assert_eq!(wait(&headers), Some(Duration::MAX), "saturates, no panic");
+        headers.clear();
+        headers.insert("retry-after", "1e300".parse().unwrap());
+        assert_eq!(wait(&headers), Some(Duration::MAX));
+        assert_eq!(retry_after(&headers).unwrap().shown, "1e300 s");
         headers.clear();
         headers.insert(
             "retry-after",

@@ -1,18 +1,19 @@
 //! Drives one streamed response through a wire parser: the part every wire API shares.
 //!
 //! The request (with retries), the `Start` event, the idle timeout on the body, SSE framing,
-//! malformed data, a stream that ends before its terminal event, cancellation and a consumer
-//! that went away are handled here once; each wire API only maps its own events.
+//! a body that is not an event stream, malformed data, a stream that ends before its terminal
+//! event, cancellation and a consumer that went away are handled here once; each wire API only
+//! maps its own events.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::eventsource::{Decoder, TooLarge};
 use crate::http::{self, Failure, Sender, WireRequest};
 use crate::{
     Api, AssistantBuilder, EventStream, Model, StopReason, StreamEvent, StreamOptions, anthropic,
@@ -115,12 +116,14 @@ async fn request_and_drive(
         return builder.failed(StopReason::Aborted, http::ABORTED);
     }
     let mut parser = parser_for(model);
+    let origin = Origin::of(&response);
     let body = response.bytes_stream();
     drive(
         body,
         parser.as_mut(),
         model,
         options.idle_timeout,
+        Some(&origin),
         builder,
         sender,
     )
@@ -139,58 +142,109 @@ pub fn replay(model: &Model, chunks: Vec<Bytes>) -> EventStream {
         let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
         let mut parser = parser_for(&model);
         let idle = StreamOptions::default().idle_timeout;
-        let last = drive(body, parser.as_mut(), &model, idle, &mut builder, &sender).await;
+        let last = drive(
+            body,
+            parser.as_mut(),
+            &model,
+            idle,
+            None,
+            &mut builder,
+            &sender,
+        )
+        .await;
         sender.send(last).await;
     });
     http::receiver_stream(rx)
 }
 
-/// Why the body stopped delivering bytes.
-#[derive(Debug)]
-enum BodyError {
-    Idle,
-    Transport(String),
+/// Where a body came from, for the message when it is not an event stream.
+pub(crate) struct Origin {
+    pub url: String,
+    pub status: u16,
+    /// The `content-type` header, if any.
+    pub content_type: Option<String>,
 }
 
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BodyError::Idle => f.write_str("idle"),
-            BodyError::Transport(reason) => f.write_str(reason),
+impl Origin {
+    fn of(response: &reqwest::Response) -> Self {
+        Self {
+            url: response.url().to_string(),
+            status: response.status().as_u16(),
+            content_type: response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        }
+    }
+
+    fn is_event_stream(&self) -> bool {
+        self.content_type.as_deref().is_some_and(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+        })
+    }
+
+    /// The failure for a body that is not an event stream: what came back, in its words.
+    fn not_a_stream(&self, head: &[u8]) -> Failure {
+        let kind = self.content_type.as_deref().unwrap_or("no content type");
+        let text = String::from_utf8_lossy(head);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let shown = if words.is_empty() {
+            "an empty body".to_string()
+        } else {
+            http::snippet(&words.join(" "))
+        };
+        Failure {
+            reason: format!(
+                "{} answered {} with {kind}, not an event stream: {shown}",
+                self.url, self.status
+            ),
+            kind: None,
         }
     }
 }
 
-impl std::error::Error for BodyError {}
+/// Bytes read before deciding whether a body without the event-stream type is one anyway.
+const SNIFF_BYTES: usize = 1024;
 
-/// The body with a deadline on every chunk: a server that goes quiet ends the stream with
-/// [`BodyError::Idle`] instead of hanging it.
-fn with_idle_timeout<S, E>(body: S, idle: Duration) -> impl Stream<Item = Result<Bytes, BodyError>>
-where
-    S: Stream<Item = Result<Bytes, E>> + Send,
-    E: std::error::Error,
-{
-    futures_util::stream::unfold(Some(Box::pin(body)), move |body| async move {
-        let mut body = body?;
-        match tokio::time::timeout(idle, body.next()).await {
-            Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
-            Ok(Some(Err(err))) => {
-                let reason = BodyError::Transport(http::error_chain(&err));
-                Some((Err(reason), None))
-            }
-            Ok(None) => None,
-            Err(_) => Some((Err(BodyError::Idle), None)),
-        }
-    })
+/// Whether the start of a body reads as server-sent events; `None` until enough has come.
+fn looks_like_sse(head: &[u8], complete: bool) -> Option<bool> {
+    let body = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    let Some(start) = start else {
+        return complete.then_some(false);
+    };
+    let rest = &body[start..];
+    let line_end = rest.iter().position(|&b| b == b'\n' || b == b'\r');
+    let line = match line_end {
+        Some(end) => &rest[..end],
+        None if complete || head.len() >= SNIFF_BYTES => rest,
+        None => return None,
+    };
+    let field = |name: &[u8]| {
+        line == name || (line.starts_with(name) && line.get(name.len()) == Some(&b':'))
+    };
+    Some(
+        line.starts_with(b":")
+            || [&b"data"[..], b"event", b"id", b"retry"]
+                .into_iter()
+                .any(field),
+    )
 }
 
 /// Feeds the body's SSE events to the parser, forwarding what it emits; returns the closing
-/// event.
+/// event. `origin` (none for a replay) lets a body that is not an event stream say what it is.
+///
+/// The idle timeout counts content, not bytes: keep-alive comments and empty events do not
+/// reset it, so a server that only pings times out like a silent one.
 async fn drive<S, E>(
     body: S,
     parser: &mut dyn WireParser,
     model: &Model,
     idle: Duration,
+    origin: Option<&Origin>,
     builder: &mut AssistantBuilder,
     sender: &Sender,
 ) -> StreamEvent
@@ -199,51 +253,110 @@ where
     E: std::error::Error,
 {
     let provider = &model.provider;
-    let mut events = Box::pin(with_idle_timeout(body, idle).eventsource());
+    let mut body = Box::pin(body);
+    let mut decoder = Decoder::new();
+    // Bodies not typed as event streams are read a little before trusting them.
+    let mut sniff: Option<(&Origin, Vec<u8>)> = origin
+        .filter(|o| !o.is_event_stream())
+        .map(|o| (o, Vec::new()));
+    let mut events = Vec::new();
     let mut out = Vec::new();
-    let mut finished = false;
-    while let Some(item) = events.next().await {
-        let event = match item {
-            Ok(event) => event,
-            Err(EventStreamError::Transport(BodyError::Idle)) => {
+    let mut deadline = tokio::time::Instant::now() + idle;
+    let mut progress = 0;
+    let mut saw_event = false;
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, body.next()).await {
+            Err(_) => {
                 let failure = http::idle_failure(provider, idle);
                 return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
             }
-            Err(err) => {
-                let reason = format!("stream from {provider} broke off: {err}");
+            Ok(Some(Err(err))) => {
+                let reason = format!(
+                    "stream from {provider} broke off: {}",
+                    http::error_chain(&err)
+                );
                 return builder.failed(StopReason::Error, reason);
             }
+            Ok(Some(Ok(bytes))) => Some(bytes),
+            Ok(None) => None,
         };
-        if event.data.trim().is_empty() {
-            continue;
+        let mut fed = Ok(());
+        if let Some((origin, head)) = &mut sniff {
+            if let Some(bytes) = &chunk {
+                head.extend_from_slice(bytes);
+                deadline = tokio::time::Instant::now() + idle;
+            }
+            match looks_like_sse(head, chunk.is_none()) {
+                None => continue,
+                Some(false) => {
+                    let failure = origin.not_a_stream(head);
+                    return builder.failed(StopReason::Error, failure.reason);
+                }
+                Some(true) => {
+                    let head = std::mem::take(head);
+                    sniff = None;
+                    fed = decoder.feed(&head, &mut events);
+                }
+            }
+        } else if let Some(bytes) = &chunk {
+            fed = decoder.feed(bytes, &mut events);
         }
-        let flow = parser.event(&event.event, event.data.trim(), builder, &mut out);
-        for emitted in out.drain(..) {
-            if !sender.send(emitted).await {
-                return builder.failed(StopReason::Aborted, http::ABORTED);
+        if let Err(TooLarge { limit }) = fed {
+            let reason = format!(
+                "{provider} sent one event larger than {} MB, the most one event may hold; \
+                 the reply was stopped",
+                limit / (1024 * 1024)
+            );
+            return builder.failed(StopReason::Error, reason);
+        }
+        if chunk.is_none() {
+            events.extend(decoder.finish());
+        }
+        let content = events.iter().any(|e| !e.data.trim().is_empty());
+        if content || decoder.data_progress() != progress {
+            deadline = tokio::time::Instant::now() + idle;
+        }
+        progress = decoder.data_progress();
+        for event in events.drain(..) {
+            let data = event.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            saw_event = true;
+            let flow = parser.event(&event.name, data, builder, &mut out);
+            for emitted in out.drain(..) {
+                if !sender.send(emitted).await {
+                    return builder.failed(StopReason::Aborted, http::ABORTED);
+                }
+            }
+            match flow {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Finished) => {
+                    let last = parser.finish(model, builder, &mut out);
+                    for emitted in out.drain(..) {
+                        sender.send(emitted).await;
+                    }
+                    return last;
+                }
+                Err(failure) => {
+                    return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
+                }
             }
         }
-        match flow {
-            Ok(Flow::Continue) => {}
-            Ok(Flow::Finished) => {
-                finished = true;
-                break;
-            }
-            Err(failure) => {
-                return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
-            }
+        if chunk.is_none() {
+            break;
         }
     }
-    if !finished {
-        let reason = format!(
+    let reason = if saw_event {
+        format!(
             "stream from {provider} ended before {}; the reply is incomplete",
             parser.terminal()
-        );
-        return builder.failed(StopReason::Error, reason);
-    }
-    let last = parser.finish(model, builder, &mut out);
-    for emitted in out.drain(..) {
-        sender.send(emitted).await;
-    }
-    last
+        )
+    } else {
+        format!(
+            "{provider} sent an empty stream (no events): the server may have rejected the \
+             prompt, e.g. because it exceeds its context window; check the server's log"
+        )
+    };
+    builder.failed(StopReason::Error, reason)
 }

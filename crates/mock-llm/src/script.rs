@@ -31,7 +31,8 @@ pub struct Reply {
     /// A captured SSE body served verbatim (in `chunk_size`-byte pieces) instead of the fields
     /// above: replays real servers' streams.
     pub raw_sse: Option<String>,
-    /// Extra response headers (`retry-after` on a 429, say).
+    /// Extra response headers (`retry-after` on a 429, say); on a stream they replace the
+    /// defaults of the same name (`content-type: text/html` scripts a login page).
     pub headers: Vec<(String, String)>,
 }
 
@@ -95,6 +96,18 @@ pub enum Fault {
     NoDone,
     /// Stop sending and hold the connection open until the client goes away.
     Stall { after: usize },
+    /// Stop sending content but keep the connection busy: a keep-alive every `every_ms`
+    /// until the client goes away; `: ping` comments, or empty events (`data:`) when
+    /// `empty_events`.
+    KeepAlive {
+        after: usize,
+        every_ms: u64,
+        #[serde(default)]
+        empty_events: bool,
+    },
+    /// Send one `data:` event of `bytes` bytes (generated as it is sent, never held whole),
+    /// then go on with the rest.
+    HugeEvent { after: usize, bytes: usize },
 }
 
 impl Reply {

@@ -313,6 +313,7 @@ fn raw_pieces(raw: &str, size: usize) -> Vec<String> {
 }
 
 fn sse_response(frames: Vec<String>, reply: Reply, state: Arc<State>) -> Response<Body> {
+    let headers = reply.headers.clone();
     let (tx, mut rx) = mpsc::channel::<FrameResult>(16);
     tokio::spawn(async move {
         if !stream_frames(&tx, &frames, &reply).await {
@@ -326,11 +327,46 @@ fn sse_response(frames: Vec<String>, reply: Reply, state: Arc<State>) -> Respons
         lock(&state.stream_ends).push(std::time::Instant::now());
     });
     let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    Response::builder()
+    let mut response = Response::builder()
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .body(StreamBody::new(stream).boxed_unsync())
-        .expect("static response parts are valid")
+        .expect("static response parts are valid");
+    for (name, value) in &headers {
+        let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(value),
+        ) else {
+            continue;
+        };
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+/// One `data:` event of `bytes` payload bytes, in 64 KB frames made as they are sent; false
+/// when the client went away.
+async fn send_huge_event(tx: &mpsc::Sender<FrameResult>, bytes: usize) -> bool {
+    const PIECE: usize = 64 * 1024;
+    let piece = Bytes::from(vec![b'x'; PIECE]);
+    if tx
+        .send(Ok(Frame::data(Bytes::from_static(b"data: "))))
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(PIECE);
+        if tx.send(Ok(Frame::data(piece.slice(..n)))).await.is_err() {
+            return false;
+        }
+        left -= n;
+    }
+    tx.send(Ok(Frame::data(Bytes::from_static(b"\n\n"))))
+        .await
+        .is_ok()
 }
 
 /// Sends the frames with the reply's pacing and fault; false when the client went away.
@@ -359,6 +395,31 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
                 return false;
             }
             Some(Fault::NoDone) if is_terminal(frame) => return true,
+            Some(Fault::KeepAlive {
+                after,
+                every_ms,
+                empty_events,
+            }) if i == after => {
+                let ping = if empty_events {
+                    "data:\n\n"
+                } else {
+                    ": ping\n\n"
+                };
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(every_ms)) => {}
+                        _ = tx.closed() => return false,
+                    }
+                    if tx.send(data(ping)).await.is_err() {
+                        return false;
+                    }
+                }
+            }
+            Some(Fault::HugeEvent { after, bytes })
+                if i == after && !send_huge_event(tx, bytes).await =>
+            {
+                return false;
+            }
             _ => {}
         }
         if reply.delay_ms > 0 {

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::args::{required_str, usize_arg};
+use crate::spill::{DEFAULT_SPILL_CAP, SpillDir, SpillFile};
 use crate::truncate::{MAX_BYTES, MAX_LINES, tail};
+use crate::watchdog;
 
 /// Time between partial-output updates.
 const UPDATE_EVERY: Duration = Duration::from_millis(100);
@@ -24,13 +25,62 @@ const DRAIN: Duration = Duration::from_millis(250);
 /// Between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_millis(1_000);
 
+/// How `bash` runs commands; the defaults suit a host that configures nothing.
+#[derive(Clone, Debug)]
+pub struct BashOptions {
+    /// Environment variables commands do not inherit: a model that runs `env` would send
+    /// provider keys to the provider and the transcript. Default: [`key_env_vars`] of the
+    /// built-in registry.
+    pub hidden_env: Vec<String>,
+    /// Where output too long to show is saved.
+    pub spill_dir: SpillDir,
+    /// Largest saved output in bytes; beyond it the start is dropped.
+    pub spill_cap: u64,
+}
+
+impl Default for BashOptions {
+    fn default() -> Self {
+        Self {
+            hidden_env: key_env_vars(&llm::Registry::builtin(), &[]),
+            spill_dir: SpillDir::default(),
+            spill_cap: DEFAULT_SPILL_CAP,
+        }
+    }
+}
+
+/// The environment variables holding provider API keys: each provider's of `registry`
+/// ([`llm::api_key_env`]), the `extra` names (a config's `api_key_env`), and every variable of
+/// this process whose name ends in `_API_KEY`. Sorted, without duplicates.
+pub fn key_env_vars(registry: &llm::Registry, extra: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = registry
+        .provider_names()
+        .iter()
+        .map(|p| llm::api_key_env(p))
+        .chain(extra.iter().cloned())
+        .chain(
+            std::env::vars_os()
+                .filter_map(|(name, _)| name.into_string().ok())
+                .filter(|name| name.ends_with("_API_KEY")),
+        )
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 pub struct BashTool {
     cwd: PathBuf,
+    options: BashOptions,
 }
 
 impl BashTool {
+    /// With the default options (provider keys hidden, spills in a private temp dir).
     pub fn new(cwd: PathBuf) -> Self {
-        Self { cwd }
+        Self::with_options(cwd, BashOptions::default())
+    }
+
+    pub fn with_options(cwd: PathBuf, options: BashOptions) -> Self {
+        Self { cwd, options }
     }
 }
 
@@ -66,7 +116,7 @@ impl Tool for BashTool {
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let command = required_str(&args, "command")?;
         let timeout = usize_arg(&args, "timeout").map(|s| Duration::from_secs(s as u64));
-        run(&self.cwd, command, timeout, &ctx)
+        run(&self.cwd, &self.options, command, timeout, &ctx)
             .await
             .map_err(ToolError)
     }
@@ -81,6 +131,7 @@ enum End {
 
 async fn run(
     cwd: &std::path::Path,
+    options: &BashOptions,
     command: &str,
     timeout: Option<Duration>,
     ctx: &ToolContext,
@@ -91,7 +142,8 @@ async fn run(
     } else {
         "/bin/sh"
     };
-    let mut child = Command::new(shell)
+    let mut shell_command = Command::new(shell);
+    shell_command
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -101,14 +153,20 @@ async fn run(
         // Pagers would wait for a terminal that is not there.
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
-        .process_group(0)
+        .process_group(0);
+    for name in &options.hidden_env {
+        shell_command.env_remove(name);
+    }
+    let mut child = shell_command
         .spawn()
         .map_err(|e| format!("Cannot start {shell}: {e}."))?;
+    let pgid = child.id().map(|id| id as i32);
     let mut group = ProcessGroup {
-        pgid: child.id().map(|id| id as i32),
+        pgid,
         armed: true,
+        _watched: pgid.map(watchdog::register),
     };
-    let output = Arc::new(Mutex::new(Output::default()));
+    let output = Arc::new(Mutex::new(Output::new(options)));
     let mut readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         readers.push(tokio::spawn(pump(stdout, output.clone())));
@@ -156,7 +214,7 @@ async fn run(
             reader.abort();
         }
     }
-    let out = std::mem::take(&mut *lock(&output));
+    let out = std::mem::replace(&mut *lock(&output), Output::new(options));
     Ok(result(out, end, started.elapsed()))
 }
 
@@ -165,9 +223,17 @@ fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
     let cut = out.total as usize > shown.len();
     let mut text;
     if cut {
-        let saved = match &out.spill {
-            Some(spill) => format!(" Full output: {}", spill.path.display()),
-            None => String::new(),
+        let saved = match (&out.spill, &out.spill_error) {
+            (Some(spill), _) if spill.dropped > 0 => format!(
+                " The output's last {} were saved to {} (the first {} were dropped to keep \
+                 the file under its cap).",
+                human_bytes(out.total - spill.dropped),
+                spill.path.display(),
+                human_bytes(spill.dropped)
+            ),
+            (Some(spill), _) => format!(" Full output: {}", spill.path.display()),
+            (None, Some(err)) => format!(" The full output could not be saved: {err}."),
+            (None, None) => String::new(),
         };
         text = format!(
             "[Output truncated: showing the last {} lines of {}.{saved}]\n{shown}",
@@ -213,6 +279,7 @@ fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
             "duration_ms": elapsed.as_millis() as u64,
             "truncated": cut,
             "full_output": out.spill.as_ref().map(|s| s.path.display().to_string()),
+            "full_output_dropped_bytes": out.spill.as_ref().map_or(0, |s| s.dropped),
         })),
         is_error,
         ..ToolOutput::text(text)
@@ -234,34 +301,51 @@ fn lock(output: &Mutex<Output>) -> std::sync::MutexGuard<'_, Output> {
     output.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Everything the command printed: the end in memory, the whole in a file once it is large.
-#[derive(Default)]
+/// Everything the command printed: the end in memory, the whole (up to a cap) in a file once
+/// it is large.
 struct Output {
     tail: Vec<u8>,
     total: u64,
     lines: u64,
-    spill: Option<Spill>,
-}
-
-struct Spill {
-    path: PathBuf,
-    file: Option<std::fs::File>,
+    spill: Option<SpillFile>,
+    /// Why the output could not be saved, once that happened.
+    spill_error: Option<String>,
+    spill_dir: SpillDir,
+    spill_cap: u64,
 }
 
 impl Output {
+    fn new(options: &BashOptions) -> Self {
+        Self {
+            tail: Vec::new(),
+            total: 0,
+            lines: 0,
+            spill: None,
+            spill_error: None,
+            spill_dir: options.spill_dir.clone(),
+            spill_cap: options.spill_cap,
+        }
+    }
+
     fn push(&mut self, bytes: &[u8]) {
-        use std::io::Write;
         self.total += bytes.len() as u64;
         self.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         if self.spill.is_none()
+            && self.spill_error.is_none()
             && (self.total as usize > MAX_BYTES || self.lines as usize > MAX_LINES)
         {
-            self.spill = Some(Spill::create(&self.tail));
+            // Everything before `bytes` is still in `tail`: it is trimmed only past
+            // 4 × MAX_BYTES, and the file is made long before that.
+            match SpillFile::create(&self.spill_dir, self.spill_cap, &self.tail) {
+                Ok(spill) => self.spill = Some(spill),
+                Err(err) => self.spill_error = Some(err),
+            }
         }
-        if let Some(file) = self.spill.as_mut().and_then(|s| s.file.as_mut())
-            && file.write_all(bytes).is_err()
+        if let Some(spill) = self.spill.as_mut()
+            && let Err(err) = spill.write(bytes)
         {
             // A full disk loses the saved copy, not the command's result.
+            self.spill_error = Some(err.to_string());
             self.spill = None;
         }
         self.tail.extend_from_slice(bytes);
@@ -277,18 +361,8 @@ impl Output {
     }
 }
 
-impl Spill {
-    fn create(so_far: &[u8]) -> Self {
-        use std::io::Write;
-        static COUNT: AtomicU64 = AtomicU64::new(0);
-        let n = COUNT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("coding-agent-bash-{}-{n}.log", std::process::id()));
-        let file = std::fs::File::create(&path)
-            .ok()
-            .and_then(|mut f| f.write_all(so_far).ok().map(|_| f));
-        Self { path, file }
-    }
+fn human_bytes(bytes: u64) -> String {
+    crate::read::human_size(bytes)
 }
 
 /// Whether any process of group `pgid` is still running. Zombies do not count: an orphan
@@ -315,10 +389,12 @@ pub fn group_alive(pgid: i32) -> bool {
 }
 
 /// The command's process group. Killed on drop while armed: if the call itself is dropped
-/// mid-run, nothing it started survives.
+/// mid-run, nothing it started survives. Registered with the watchdog while it runs, so it
+/// dies with the agent too; the registration ends after the drop's kill.
 struct ProcessGroup {
     pgid: Option<i32>,
     armed: bool,
+    _watched: Option<watchdog::Registration>,
 }
 
 impl ProcessGroup {

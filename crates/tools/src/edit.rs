@@ -1,5 +1,6 @@
 //! `edit`: exact replacements in one file, all or none.
 
+use std::io::Read;
 use std::path::PathBuf;
 
 use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
@@ -9,7 +10,9 @@ use serde_json::{Value, json};
 use crate::args::required_str;
 use crate::diff::diff;
 use crate::edit_match::{Found, Miss, Region, find, line_of};
-use crate::paths::{FileLocks, atomic_write, display, io_error, resolve};
+use crate::paths::{
+    FileLocks, atomic_write, display, io_error, open_regular, refuse_special, resolve,
+};
 
 const BOM: &str = "\u{feff}";
 
@@ -83,9 +86,20 @@ impl Tool for EditTool {
             return Err(ToolError("`edits` is empty: nothing to change.".into()));
         }
         let _guard = self.locks.lock(&path).await;
-        let bytes = tokio::fs::read(&path)
+        refuse_special(&path, &shown, "edited").map_err(ToolError)?;
+        let bytes = {
+            let (path, shown) = (path.clone(), shown.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut bytes = Vec::new();
+                open_regular(&path, &shown, "edit")?
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| io_error("edit", &shown, &e))?;
+                Ok::<_, String>(bytes)
+            })
             .await
-            .map_err(|e| ToolError(io_error("edit", &shown, &e)))?;
+            .map_err(|e| ToolError(format!("edit failed: {e}")))?
+            .map_err(ToolError)?
+        };
         let text = String::from_utf8(bytes).map_err(|_| {
             ToolError(format!(
                 "{shown} is not valid UTF-8 text; it cannot be edited safely."

@@ -9,15 +9,18 @@ use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkState;
+use llm::UserContent;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{bool_arg, required_str, str_arg, usize_arg};
-use crate::paths::{display, resolve};
+use crate::paths::{display, open_regular, resolve};
 use crate::truncate::{MAX_BYTES, cut_line};
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LINE_CHARS: usize = 500;
+/// Longest line searched; files with a longer one are skipped and named.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 pub struct GrepTool {
     cwd: PathBuf,
@@ -115,14 +118,17 @@ fn search(cwd: &Path, query: &Query, cancel: &CancellationToken) -> Result<ToolO
     }
     let found = AtomicUsize::new(0);
     let results: Mutex<Vec<(PathBuf, Vec<Line>)>> = Mutex::new(Vec::new());
+    let too_long: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
             .before_context(query.context)
             .after_context(query.context)
+            // A line is searched whole: without a limit a 300 MB minified line costs 300 MB.
+            .heap_limit(Some(MAX_LINE_BYTES))
             .build();
-        let (matcher, found, results) = (&matcher, &found, &results);
+        let (matcher, found, results, too_long) = (&matcher, &found, &results, &too_long);
         Box::new(move |entry| {
             if cancel.is_cancelled() || found.load(Ordering::Relaxed) >= query.limit {
                 return WalkState::Quit;
@@ -130,6 +136,8 @@ fn search(cwd: &Path, query: &Query, cancel: &CancellationToken) -> Result<ToolO
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
+            // Regular files only: opening a FIFO would block until a writer came, and a
+            // device may never end. Symlinks are not followed by the walk.
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
@@ -138,11 +146,15 @@ fn search(cwd: &Path, query: &Query, cancel: &CancellationToken) -> Result<ToolO
                 found,
                 limit: query.limit,
             };
-            // Unreadable files are skipped, as ripgrep does.
-            let _ = searcher.search_path(matcher, entry.path(), &mut sink);
+            // Unreadable files are skipped, as ripgrep does; files with a line over the limit
+            // are skipped and named.
+            if let Err(err) = search_regular(&mut searcher, matcher, entry.path(), &mut sink)
+                && err.to_string().contains("allocation limit")
+            {
+                lock(too_long).push(entry.path().to_path_buf());
+            }
             if !sink.lines.is_empty() {
-                let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
-                results.push((entry.path().to_path_buf(), sink.lines));
+                lock(results).push((entry.path().to_path_buf(), sink.lines));
             }
             WalkState::Continue
         })
@@ -152,7 +164,45 @@ fn search(cwd: &Path, query: &Query, cancel: &CancellationToken) -> Result<ToolO
     }
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(render(cwd, query, results, found.load(Ordering::Relaxed)))
+    let mut too_long = too_long.into_inner().unwrap_or_else(|e| e.into_inner());
+    too_long.sort();
+    let mut output = render(cwd, query, results, found.load(Ordering::Relaxed));
+    if !too_long.is_empty() {
+        let names: Vec<String> = too_long.iter().take(10).map(|p| display(cwd, p)).collect();
+        let more = match too_long.len() {
+            n if n > 10 => format!(" and {} more", n - 10),
+            _ => String::new(),
+        };
+        let note = format!(
+            "[Skipped {} file(s) with a line longer than {} MB: {}{more}. Search them with bash \
+             (e.g. `grep -o`).]",
+            too_long.len(),
+            MAX_LINE_BYTES / (1024 * 1024),
+            names.join(", ")
+        );
+        if let Some(UserContent::Text { text }) = output.content.first_mut() {
+            text.push_str(if text.ends_with('\n') { "" } else { "\n" });
+            text.push_str(&note);
+        }
+    }
+    Ok(output)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Searches `path` if it is still a regular file when opened: the walk's file type is from
+/// before the open, and a FIFO swapped in meanwhile must not block the search.
+fn search_regular(
+    searcher: &mut grep_searcher::Searcher,
+    matcher: &grep_regex::RegexMatcher,
+    path: &Path,
+    sink: &mut Collect<'_>,
+) -> std::io::Result<()> {
+    let shown = path.display().to_string();
+    let file = open_regular(path, &shown, "search").map_err(std::io::Error::other)?;
+    searcher.search_file(matcher, &file, sink)
 }
 
 fn render(

@@ -1,6 +1,7 @@
 //! Resolving the paths models send, and serialising writes per file.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -74,6 +75,93 @@ pub(crate) fn io_error(action: &str, shown: &str, err: &std::io::Error) -> Strin
         _ => err.to_string(),
     };
     format!("Cannot {action} {shown}: {why}.")
+}
+
+/// What a file that is not a regular file is, for messages; `None` for regular files and
+/// directories.
+pub(crate) fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// The refusal for a special file: reading or writing one can block forever (a FIFO with no
+/// writer) or never end (`/dev/zero`).
+pub(crate) fn not_regular(shown: &str, kind: &str, action: &str) -> String {
+    format!("{shown} is {kind}, not a regular file; it cannot be {action}.")
+}
+
+/// Refuses a path that exists and is neither a regular file nor a directory, before anything
+/// opens it. Symlinks are followed (a link to a regular file is fine).
+pub(crate) fn refuse_special(path: &Path, shown: &str, action: &str) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) => match special_kind(&meta) {
+            Some(kind) => Err(not_regular(shown, kind, action)),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
+/// Opens a regular file for reading without ever blocking on a special one: the open does
+/// not wait for a FIFO's writer, and anything but a regular file is refused after it. This
+/// closes the gap between a `metadata` check and the open.
+pub(crate) fn open_regular(path: &Path, shown: &str, action: &str) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| io_error(action, shown, &e))?;
+    let meta = file.metadata().map_err(|e| io_error(action, shown, &e))?;
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory."));
+    }
+    if let Some(kind) = special_kind(&meta) {
+        return Err(not_regular(shown, kind, action));
+    }
+    // Reads of a regular file never block, but the flag is cleared so nothing later is
+    // surprised by it.
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own, with flags it just returned.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+/// Reads a whole regular file (see [`open_regular`]); `Ok(None)` when it does not exist.
+pub(crate) fn read_regular(
+    path: &Path,
+    shown: &str,
+    action: &str,
+) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let mut file = match open_regular(path, shown, action) {
+        Ok(file) => file,
+        Err(_) if std::fs::symlink_metadata(path).is_err() => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| io_error(action, shown, &e))?;
+    Ok(Some(bytes))
 }
 
 /// Replaces `path` with `bytes` without ever leaving it half-written: the bytes go to a

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::args::required_str;
 use crate::diff::diff;
-use crate::paths::{FileLocks, atomic_write, display, io_error, resolve};
+use crate::paths::{
+    FileLocks, atomic_write, display, io_error, read_regular, refuse_special, resolve,
+};
 
 pub struct WriteTool {
     cwd: PathBuf,
@@ -55,7 +57,17 @@ impl Tool for WriteTool {
         if path.is_dir() {
             return Err(ToolError(format!("{shown} is a directory.")));
         }
-        let old = tokio::fs::read(&path).await.ok();
+        // Never through a FIFO or a device: reading the old content would block on one.
+        refuse_special(&path, &shown, "written").map_err(ToolError)?;
+        // The old content is only for the diff: an unreadable old file is replaced like a
+        // missing one (a special file swapped in meanwhile is refused by `atomic_write`).
+        let old = {
+            let (path, shown) = (path.clone(), shown.clone());
+            tokio::task::spawn_blocking(move || read_regular(&path, &shown, "replace"))
+                .await
+                .map_err(|e| ToolError(format!("write failed: {e}")))?
+                .unwrap_or(None)
+        };
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent)
                 .await

@@ -146,3 +146,20 @@ async fn ls_lists_one_level_sorted_with_directory_slashes() {
         .unwrap_err();
     assert_eq!(err, "Cannot list missing: no such file or directory.");
 }
+
+#[tokio::test]
+async fn grep_skips_and_names_a_file_with_a_line_over_16_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut huge = vec![b'x'; 17 * 1024 * 1024];
+    huge.extend_from_slice(b" needle\n");
+    std::fs::write(dir.path().join("bundle.min.js"), huge).unwrap();
+    std::fs::write(dir.path().join("small.txt"), "a needle\n").unwrap();
+    let out = call(dir.path(), "grep", json!({"pattern": "needle"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&out),
+        "small.txt:1: a needle\n[Skipped 1 file(s) with a line longer than 16 MB: \
+         bundle.min.js. Search them with bash (e.g. `grep -o`).]"
+    );
+}
