@@ -125,8 +125,11 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     assert!(errors.is_empty(), "{errors:?}");
 
     // A fresh start: find the session, load it, continue.
-    let latest = session::latest_session(&home, &cwd).expect("the session is listed");
+    let latest = session::latest_session(&home, &cwd)
+        .unwrap()
+        .expect("the session is listed");
     assert_eq!(latest.path, writer.path());
+    drop(writer); // The first process is gone, and its lock with it.
     assert_eq!(latest.first_prompt, "Echo hi please");
     assert_eq!(latest.message_count, 6);
     let loaded = load_session(&latest.path).unwrap();
