@@ -561,10 +561,7 @@ async fn a_session_killed_during_a_tool_run_continues_with_the_call_closed() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("closed 1 unfinished tool call"), "{stderr}");
     let body = &server.requests()[1].body;
-    assert_eq!(
-        roles(body),
-        ["system", "user", "assistant", "tool", "user"]
-    );
+    assert_eq!(roles(body), ["system", "user", "assistant", "tool", "user"]);
     assert_calls_paired(body);
     assert_eq!(
         body["messages"][3]["content"],
@@ -594,12 +591,15 @@ async fn five_concurrent_continues_never_interleave_in_one_session() {
     // All five started before any is waited for.
     let children: Vec<_> = (0..5)
         .map(|i| {
-            env.command(Some(&server), &["--continue", "-p", &format!("question {i}")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            env.command(
+                Some(&server),
+                &["--continue", "-p", &format!("question {i}")],
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
         })
         .collect();
     let outs: Vec<Output> = tokio::task::spawn_blocking(move || {
@@ -626,6 +626,10 @@ async fn five_concurrent_continues_never_interleave_in_one_session() {
         }
     }
     assert!(!succeeded.is_empty());
+    eprintln!(
+        "{} of 5 continued, the others were refused",
+        succeeded.len()
+    );
     let sessions = env.sessions();
     assert_eq!(sessions.len(), 1);
     // One chain, in file order: nobody appended to another's branch.
@@ -651,7 +655,11 @@ async fn five_concurrent_continues_never_interleave_in_one_session() {
 #[tokio::test]
 async fn a_session_in_use_is_refused_and_fork_continues_in_a_copy() {
     let env = Env::new();
-    let server = serve(vec![Reply::text("First answer."), Reply::text("Forked answer.")]).await;
+    let server = serve(vec![
+        Reply::text("First answer."),
+        Reply::text("Forked answer."),
+    ])
+    .await;
     let out = env.run(Some(&server), &["-p", "first"], "").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let original = env.sessions()[0].clone();
@@ -669,20 +677,33 @@ async fn a_session_in_use_is_refused_and_fork_continues_in_a_copy() {
     let stderr = text(&out.stderr);
     let id = session::load_session(&original).unwrap().header.id;
     assert!(
-        stderr.contains(&format!("session {id} is in use by another coding-agent process"))
-            && stderr.contains(&*original.to_string_lossy())
+        stderr.contains(&format!(
+            "session {id} is in use by another coding-agent process"
+        )) && stderr.contains(&*original.to_string_lossy())
             && stderr.contains("--fork"),
         "{stderr}"
     );
-    assert_eq!(std::fs::read(&original).unwrap(), before, "refused: untouched");
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        before,
+        "refused: untouched"
+    );
 
     let out = env
         .run(Some(&server), &["--continue", "--fork", "-p", "second"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "Forked answer.\n");
-    assert!(text(&out.stderr).contains("forked"), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read(&original).unwrap(), before, "forked: untouched");
+    assert!(
+        text(&out.stderr).contains("forked"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        before,
+        "forked: untouched"
+    );
     let body = &server.requests()[1].body;
     assert_eq!(roles(body), ["system", "user", "assistant", "user"]);
     let sessions = env.sessions();
@@ -694,12 +715,19 @@ async fn a_session_in_use_is_refused_and_fork_continues_in_a_copy() {
         .iter()
         .map(|m| m.preview())
         .collect();
-    assert_eq!(previews, ["first", "First answer.", "second", "Forked answer."]);
+    assert_eq!(
+        previews,
+        ["first", "First answer.", "second", "Forked answer."]
+    );
     drop(held);
 
     let out = env.run(Some(&server), &["--fork", "-p", "x"], "").await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--fork needs"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--fork needs"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[tokio::test]
@@ -736,7 +764,10 @@ async fn session_files_are_private_whatever_the_umask() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     // A home and sessions directory an older version left open.
     std::fs::create_dir(env.home.path().join("sessions")).unwrap();
-    for dir in [env.home.path().to_path_buf(), env.home.path().join("sessions")] {
+    for dir in [
+        env.home.path().to_path_buf(),
+        env.home.path().join("sessions"),
+    ] {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     let server = serve(vec![Reply::text("Private.")]).await;
@@ -766,7 +797,10 @@ async fn continue_names_the_session_it_cannot_read_and_prints_warnings_once() {
     let out = env.run(Some(&server), &["-p", "first"], "").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let path = env.sessions()[0].clone();
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     writeln!(file, "not json").unwrap();
     drop(file);
     let out = env

@@ -54,8 +54,48 @@ pub struct LoadedSession {
 /// last line after a crash, garbage in the middle) are skipped and reported in `warnings`.
 /// Never writes: see [`LoadedSession::repaired`].
 pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let mut session = LoadedSession {
+    // Almost every file is one chain in file order: apply its entries as they are read. A file
+    // with branches is read again, keeping every entry until its chain is known.
+    let mut session = empty(path);
+    let linear = scan(path, &mut session, |session, entry, here, parent| {
+        if parent != here.checked_sub(1) {
+            return false;
+        }
+        session.apply(entry, here);
+        true
+    })?;
+    if !linear {
+        session = load_branches(path)?;
+    }
+    crate::repair::repair(&mut session);
+    Ok(session)
+}
+
+fn load_branches(path: &Path) -> io::Result<LoadedSession> {
+    let mut session = empty(path);
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut parents: Vec<Option<usize>> = Vec::new();
+    scan(path, &mut session, |_, entry, _, parent| {
+        entries.push(entry);
+        parents.push(parent);
+        true
+    })?;
+    let mut on_chain = vec![false; entries.len()];
+    let mut at = entries.len().checked_sub(1);
+    while let Some(i) = at {
+        on_chain[i] = true;
+        at = parents[i];
+    }
+    for (i, entry) in entries.into_iter().enumerate() {
+        if on_chain[i] {
+            session.apply(entry, i);
+        }
+    }
+    Ok(session)
+}
+
+fn empty(path: &Path) -> LoadedSession {
+    LoadedSession {
         path: path.to_path_buf(),
         header: fallback_header(path),
         messages: Vec::new(),
@@ -71,11 +111,21 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
         ids: HashSet::new(),
         len: 0,
         message_pos: Vec::new(),
-    };
-    let mut entries: Vec<Entry> = Vec::new();
-    // The index of each entry's parent, always an earlier entry (so the chain has no cycle).
-    let mut parents: Vec<Option<usize>> = Vec::new();
+    }
+}
+
+/// Reads the header into `session` and hands every entry to `each` with its index and its
+/// parent's index, which is always an earlier entry (so a chain has no cycle); stops, returning
+/// false, when `each` does. Fills `len`, `entries`, `ids` and the warnings about lines.
+fn scan(
+    path: &Path,
+    session: &mut LoadedSession,
+    mut each: impl FnMut(&mut LoadedSession, Entry, usize, Option<usize>) -> bool,
+) -> io::Result<bool> {
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
     let mut index: HashMap<String, usize> = HashMap::new();
+    // The previous entry's id: in the usual file it is the parent, found without a lookup.
+    let mut previous = String::new();
     let mut line = Vec::new();
     let mut number = 0usize;
     loop {
@@ -118,9 +168,10 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
                 continue;
             }
         };
-        let here = entries.len();
+        let here = session.entries;
         let parent = match &entry.parent_id {
             None => None,
+            Some(id) if here > 0 && *id == previous => Some(here - 1),
             Some(id) => match index.get(id) {
                 Some(&i) => Some(i),
                 None => {
@@ -136,24 +187,15 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
             },
         };
         index.insert(entry.id.clone(), here);
-        parents.push(parent);
-        entries.push(entry);
-    }
-    session.entries = entries.len();
-    let mut on_chain = vec![false; entries.len()];
-    let mut at = entries.len().checked_sub(1);
-    while let Some(i) = at {
-        on_chain[i] = true;
-        at = parents[i];
-    }
-    session.ids = index.into_keys().collect();
-    for (i, entry) in entries.into_iter().enumerate() {
-        if on_chain[i] {
-            session.apply(entry, i);
+        previous.clear();
+        previous.push_str(&entry.id);
+        session.entries = here + 1;
+        if !each(session, entry, here, parent) {
+            return Ok(false);
         }
     }
-    crate::repair::repair(&mut session);
-    Ok(session)
+    session.ids = index.into_keys().collect();
+    Ok(true)
 }
 
 /// The header of a file whose first line is damaged: the id from the file name, the rest

@@ -171,7 +171,10 @@ pub(crate) fn repair(session: &mut LoadedSession) {
             },
             &mut session.ids,
         );
-        push(EntryBody::ThinkingChange(session.thinking), &mut session.ids);
+        push(
+            EntryBody::ThinkingChange(session.thinking),
+            &mut session.ids,
+        );
     }
     session.leaf_id = parent;
     session.messages = messages;

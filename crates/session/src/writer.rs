@@ -148,8 +148,13 @@ impl SessionWriter {
     /// loaded: compactions applied, unfinished tool calls closed) and its model and thinking
     /// level; `session`'s file is left as it is. Written at once.
     pub fn fork(home: &Home, cwd: &Path, session: &LoadedSession) -> io::Result<Self> {
-        let mut writer =
-            Self::create_as(home, cwd, &session.provider, &session.model, session.thinking);
+        let mut writer = Self::create_as(
+            home,
+            cwd,
+            &session.provider,
+            &session.model,
+            session.thinking,
+        );
         for message in &session.messages {
             let body = match message {
                 AgentMessage::CompactionSummary(summary) => EntryBody::Compaction {

@@ -91,7 +91,10 @@ fn a_missing_parent_falls_back_to_the_entry_before_it_with_a_warning() {
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
     assert!(loaded.warnings[1].contains("parent e2 of entry e3 is missing"));
     assert!(
-        loaded.warnings.iter().all(|w| w.contains(&*path.to_string_lossy())),
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.contains(&*path.to_string_lossy())),
         "each warning names the file"
     );
 
@@ -112,7 +115,10 @@ fn a_second_writer_is_refused_while_the_first_holds_the_session() {
     // A new session is locked from its first entry.
     match SessionWriter::resume(&loaded) {
         Err(ResumeError::Locked(path)) => assert_eq!(path, first.path()),
-        other => panic!("expected Locked, got {:?}", other.map(|w| w.path().to_owned())),
+        other => panic!(
+            "expected Locked, got {:?}",
+            other.map(|w| w.path().to_owned())
+        ),
     }
     let message = SessionWriter::resume(&loaded).err().unwrap().to_string();
     assert!(message.contains("in use by another"), "{message}");
@@ -154,7 +160,12 @@ fn entry_ids_are_long_and_unique_in_the_file() {
     let ids: Vec<String> = text
         .lines()
         .skip(1)
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(ids.len(), 1000);
     assert!(ids.iter().all(|id| id.len() == 16), "{}", ids[0]);
@@ -187,7 +198,10 @@ fn latest_session_reports_what_it_cannot_read() {
     let tmp = tempfile::tempdir().unwrap();
     let home = Home::new(tmp.path());
     let cwd = Path::new("/p");
-    assert!(latest_session(&home, cwd).unwrap().is_none(), "no session yet");
+    assert!(
+        latest_session(&home, cwd).unwrap().is_none(),
+        "no session yet"
+    );
     // The sessions directory of the cwd is a file: say so, naming it.
     let dir = home.sessions_dir_for(cwd);
     std::fs::create_dir_all(dir.parent().unwrap()).unwrap();

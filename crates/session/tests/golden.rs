@@ -12,7 +12,10 @@ use llm::{
 use serde_json::json;
 use session::{Entry, load_session};
 
-const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden-v1.jsonl");
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/golden-v1.jsonl"
+);
 
 fn expected() -> Vec<AgentMessage> {
     vec![
@@ -101,13 +104,19 @@ fn the_golden_session_loads_to_its_history() {
     assert_eq!(loaded.header.cwd, "/home/dev/project");
     assert_eq!(loaded.start_date(), Some("2025-06-01"));
     assert_eq!(
-        (loaded.provider.as_str(), loaded.model.as_str(), loaded.thinking),
+        (
+            loaded.provider.as_str(),
+            loaded.model.as_str(),
+            loaded.thinking
+        ),
         ("openai", "gpt-5", ThinkingLevel::High)
     );
     assert_eq!(loaded.messages, expected());
     assert_eq!(
         loaded.message_ids,
-        ["a1000008", "a1000002", "a1000003", "a1000006", "a1000007", "a1000009"]
+        [
+            "a1000008", "a1000002", "a1000003", "a1000006", "a1000007", "a1000009"
+        ]
     );
     assert_eq!(loaded.leaf_id.as_deref(), Some("a1000009"));
 }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use agent_core::{AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary};
 use llm::{
-    Api, AssistantContent, AssistantMessage, Model, ModelCost, StopReason, ThinkingLevel,
-    ToolCall, ToolResultMessage, UserContent,
+    Api, AssistantContent, AssistantMessage, Model, ModelCost, StopReason, ThinkingLevel, ToolCall,
+    ToolResultMessage, UserContent,
 };
 use session::{Home, INTERRUPTED, SessionWriter, list_sessions, load_session};
 
@@ -155,7 +155,10 @@ fn a_crash_mid_tool_is_closed_on_load_and_written_on_resume() {
 
     let mut writer = SessionWriter::resume(&loaded).unwrap();
     let written = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(written.lines().count(), before.split(|&b| b == b'\n').count());
+    assert_eq!(
+        written.lines().count(),
+        before.split(|&b| b == b'\n').count()
+    );
     assert!(written.lines().last().unwrap().contains(INTERRUPTED));
     writer
         .record(&AgentEvent::MessageEnd {
@@ -170,7 +173,10 @@ fn a_crash_mid_tool_is_closed_on_load_and_written_on_resume() {
     let mut expected = loaded.messages.clone();
     expected.push(AgentMessage::user("go on"));
     assert_eq!(again.messages, expected, "the file holds what was loaded");
-    assert_eq!(&again.message_ids[..loaded.message_ids.len()], loaded.message_ids);
+    assert_eq!(
+        &again.message_ids[..loaded.message_ids.len()],
+        loaded.message_ids
+    );
 }
 
 #[test]
@@ -198,19 +204,32 @@ fn unanswered_calls_followed_by_more_messages_are_closed_in_place() {
     assert_paired(&loaded.messages);
     let previews: Vec<String> = loaded.messages.iter().map(|m| m.preview()).collect();
     assert_eq!(previews[0], "one");
-    assert!(matches!(loaded.messages[3], AgentMessage::ToolResult(_)), "b right after a");
+    assert!(
+        matches!(loaded.messages[3], AgentMessage::ToolResult(_)),
+        "b right after a"
+    );
     assert!(matches!(loaded.messages[4], AgentMessage::Notice(_)));
     assert_eq!(previews[5], "two");
-    assert!(matches!(loaded.messages[7], AgentMessage::ToolResult(_)), "c before three");
+    assert!(
+        matches!(loaded.messages[7], AgentMessage::ToolResult(_)),
+        "c before three"
+    );
     assert_eq!(previews[8], "three");
     assert_eq!(
         results(&loaded.messages),
-        [ok("a", "read"), interrupted("b", "bash"), interrupted("c", "bash")]
+        [
+            ok("a", "read"),
+            interrupted("b", "bash"),
+            interrupted("c", "bash")
+        ]
     );
 
     drop(SessionWriter::resume(&loaded).unwrap());
     let after = std::fs::read_to_string(&path).unwrap();
-    assert!(after.starts_with(&before), "the old entries stay in the file");
+    assert!(
+        after.starts_with(&before),
+        "the old entries stay in the file"
+    );
     let again = load_session(&path).unwrap();
     assert_eq!(again.repaired, 0);
     assert!(again.warnings.is_empty(), "{:?}", again.warnings);
@@ -255,30 +274,39 @@ fn a_repair_before_a_later_compaction_keeps_the_compaction() {
         loaded.messages[0],
         AgentMessage::CompactionSummary(_)
     ));
-    assert_eq!(loaded.messages.len(), 5, "summary, two, call, result, three");
+    assert_eq!(
+        loaded.messages.len(),
+        5,
+        "summary, two, call, result, three"
+    );
     drop(SessionWriter::resume(&loaded).unwrap());
     let again = load_session(&path).unwrap();
     assert_eq!(again.repaired, 0);
     assert_eq!(again.messages, loaded.messages);
     assert_eq!(again.message_ids, loaded.message_ids);
-    assert_eq!(again.thinking, ThinkingLevel::High, "state kept on the new branch");
+    assert_eq!(
+        again.thinking,
+        ThinkingLevel::High,
+        "state kept on the new branch"
+    );
 }
 
 #[test]
 fn a_forked_session_carries_the_repaired_history_and_leaves_the_original() {
     let tmp = tempfile::tempdir().unwrap();
     let home = Home::new(tmp.path());
-    let (writer, path) = write(
-        &home,
-        &[AgentMessage::user("one"), calls(&[("a", "bash")])],
-    );
+    let (writer, path) = write(&home, &[AgentMessage::user("one"), calls(&[("a", "bash")])]);
     drop(writer);
     let before = std::fs::read(&path).unwrap();
     let loaded = load_session(&path).unwrap();
     let fork = SessionWriter::fork(&home, Path::new("/p"), &loaded).unwrap();
     assert_ne!(fork.path(), path);
     drop(fork);
-    assert_eq!(std::fs::read(&path).unwrap(), before, "the original is untouched");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the original is untouched"
+    );
     let forked = list_sessions(&home, Path::new("/p"))
         .into_iter()
         .find(|s| s.path != path)

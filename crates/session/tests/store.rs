@@ -300,8 +300,15 @@ fn sessions_are_listed_newest_first_and_found_by_id_prefix() {
     assert_eq!(listed[1].message_count, 2);
     assert_eq!(listed[1].cwd, "/p");
     assert!(listed[1].size > 0);
-    assert_eq!(session::latest_session(&home, cwd).unwrap().unwrap().path, newer);
-    assert!(session::latest_session(&home, Path::new("/none")).unwrap().is_none());
+    assert_eq!(
+        session::latest_session(&home, cwd).unwrap().unwrap().path,
+        newer
+    );
+    assert!(
+        session::latest_session(&home, Path::new("/none"))
+            .unwrap()
+            .is_none()
+    );
 
     let id = &listed[1].id;
     assert_eq!(find_session(&home, cwd, &id[..6]).unwrap(), older);
