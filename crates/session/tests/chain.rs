@@ -191,6 +191,13 @@ fn a_path_to_a_file_that_is_not_a_session_is_refused() {
     let empty = tmp.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
     assert!(find_session(&home, tmp.path(), empty.to_str().unwrap()).is_ok());
+    // Continuing in it starts the file with a header.
+    let mut writer = SessionWriter::resume(&load_session(&empty).unwrap()).unwrap();
+    user(&mut writer, "into the empty file");
+    drop(writer);
+    let loaded = load_session(&empty).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(previews(&loaded.messages), ["into the empty file"]);
 }
 
 #[test]
