@@ -118,12 +118,10 @@ impl SessionWriter {
         }
         // An empty file (`--session` naming a new file) gets a header first.
         if len == 0 {
-            let mut header = serde_json::to_string(&session.header).map_err(io::Error::other);
-            if let Ok(line) = &mut header {
-                line.push('\n');
-            }
-            file.write_all(header.map_err(io_err)?.as_bytes())
-                .map_err(io_err)?;
+            let mut header =
+                serde_json::to_string(&session.header).map_err(|e| io_err(io::Error::other(e)))?;
+            header.push('\n');
+            file.write_all(header.as_bytes()).map_err(io_err)?;
         }
         // A crash can leave a cut-off last line; start on a fresh line so the next entry is
         // not glued to it (the cut-off line stays a skipped, reported line).
