@@ -52,6 +52,11 @@ pub struct Cli {
     /// Resume this session (a path or an id prefix).
     #[arg(long, value_name = "PATH|ID")]
     pub session: Option<String>,
+    /// With --continue, --resume or --session: copy that session's conversation into a new
+    /// session and continue there, leaving the original as it is (e.g. while another process
+    /// has it open).
+    #[arg(long, conflicts_with = "no_session")]
+    pub fork: bool,
     /// Do not save this session.
     #[arg(long)]
     pub no_session: bool,
@@ -106,4 +111,5 @@ const AFTER_HELP: &str = "\
 Configuration: $CODING_AGENT_HOME/config.toml (default ~/.coding-agent/config.toml), then
 .coding-agent/config.toml in the project. Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY,
 GEMINI_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, … or api_key in the config.
-Exit codes: 0 success, 1 the run failed or was aborted, 2 usage or configuration error.";
+Exit codes: 0 success, 1 the run failed or was aborted, 2 usage or configuration error
+(also: the session to continue is open in another process; --fork continues in a copy).";

@@ -39,6 +39,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     let cwd = std::env::current_dir()
         .map_err(|e| Fail(format!("cannot read the current directory: {e}")))?;
     let home = setup::home()?;
+    // Transcripts are private: tighten a home or sessions directory left open to others.
+    for problem in home.secure() {
+        eprintln!("coding-agent: warning: {problem}");
+    }
     let config = Config::load(&home.config_file(), &cwd)
         .map_err(|e| Fail(format!("config error in {e}")))?;
     if cli.list_models {

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use agent_core::{Agent, ResetReason};
-use session::{Home, Recorder, SessionInfo, SessionWriter};
+use agent_core::{Agent, AgentMessage, ResetReason};
+use session::{Home, Recorder, ResumeError, SessionInfo, SessionWriter};
 
 /// The session a mode is recording into, and how to switch it.
 pub struct Sessions {
@@ -54,51 +54,54 @@ impl Sessions {
         if snapshot.running {
             return Err("the agent is running; stop it first (Esc)".into());
         }
-        let writer = (!self.no_session).then(|| {
-            SessionWriter::create(&self.home, &self.cwd, &snapshot.model, snapshot.thinking)
-        });
+        let writer = match self.no_session {
+            true => Opened::Nothing,
+            false => Opened::Writer(Box::new(SessionWriter::create(
+                &self.home,
+                &self.cwd,
+                &snapshot.model,
+                snapshot.thinking,
+            ))),
+        };
         self.switch(writer, Vec::new(), ResetReason::New).await
     }
 
-    /// Loads the session at `path` into the agent and records into it from now on.
+    /// Loads the session at `path` into the agent and records into it from now on. A
+    /// session another process is writing is refused (its file is locked).
     pub async fn resume(&self, path: PathBuf) -> Result<(), String> {
+        if self.agent.snapshot().await.is_ok_and(|s| s.running) {
+            return Err("the agent is running; stop it first (Esc)".into());
+        }
         // The recorder may still be writing the file: let it finish first.
         self.recorder.flush().await;
-        let no_session = self.no_session;
-        let (loaded, writer) = tokio::task::spawn_blocking(move || {
-            let loaded =
-                session::load_session(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let writer = if no_session {
-                None
-            } else {
-                Some(
-                    SessionWriter::resume(&loaded)
-                        .map_err(|e| format!("{}: {e}", path.display()))?,
-                )
-            };
-            Ok::<_, String>((loaded, writer))
-        })
-        .await
-        .map_err(|e| format!("loading the session failed: {e}"))??;
-        self.switch(writer, loaded.messages, ResetReason::Resume)
+        // This process holds the current session's lock: resuming it just reloads it.
+        let reopen = !self.no_session && self.current().is_none_or(|(current, _)| current != path);
+        let (messages, writer) = tokio::task::spawn_blocking(move || open(&path, reopen))
             .await
+            .map_err(|e| format!("loading the session failed: {e}"))??;
+        self.switch(writer, messages, ResetReason::Resume).await
     }
 
     async fn switch(
         &self,
-        writer: Option<SessionWriter>,
-        messages: Vec<agent_core::AgentMessage>,
+        writer: Opened,
+        messages: Vec<AgentMessage>,
         reason: ResetReason,
     ) -> Result<(), String> {
-        let label = writer
+        let (writer, current) = match writer {
+            Opened::Writer(writer) => {
+                let current = (writer.path().to_path_buf(), writer.header().id.clone());
+                (Some(writer), Some(current))
+            }
+            Opened::Current => (None, self.current()),
+            Opened::Nothing => (None, None),
+        };
+        let label = current
             .as_ref()
-            .map(|w| w.path().to_string_lossy().into_owned());
-        let current = writer
-            .as_ref()
-            .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
+            .map(|(path, _)| path.to_string_lossy().into_owned());
         // Prepared before the reset: its event must find the writer in place.
         if let Some(writer) = writer {
-            self.recorder.prepare(writer);
+            self.recorder.prepare(*writer);
         }
         self.agent
             .reset(messages, reason, label)
@@ -127,4 +130,37 @@ impl Sessions {
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
     }
+}
+
+/// Where recording goes after a switch.
+enum Opened {
+    Writer(Box<SessionWriter>),
+    /// The session being recorded already: keep its writer.
+    Current,
+    /// Nowhere (`--no-session`).
+    Nothing,
+}
+
+/// Loads a session and, with `reopen`, takes its lock for appending (writing the entries that
+/// close tool calls a crash left open). Another process appending in between makes it load
+/// again.
+fn open(path: &std::path::Path, reopen: bool) -> Result<(Vec<AgentMessage>, Opened), String> {
+    for _ in 0..5 {
+        let loaded = session::load_session(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !reopen {
+            return Ok((loaded.messages, Opened::Current));
+        }
+        match SessionWriter::resume(&loaded) {
+            Ok(writer) => return Ok((loaded.messages, Opened::Writer(Box::new(writer)))),
+            Err(ResumeError::Changed(_)) => continue,
+            Err(ResumeError::Locked(_)) => {
+                return Err(format!(
+                    "session {} is in use by another coding-agent process",
+                    loaded.header.id
+                ));
+            }
+            Err(err) => return Err(err.to_string()),
+        }
+    }
+    Err(format!("{} keeps changing; try again", path.display()))
 }

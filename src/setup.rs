@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_core::{Agent, AgentConfig, AgentMessage};
 use llm::{Api, Model, ModelCost, Registry, RetryPolicy, Router, StreamOptions, ThinkingLevel};
 use session::{
-    CompactionSettings, Home, LoadedSession, PromptInputs, Recorder, RecorderSetup,
+    CompactionSettings, Home, LoadedSession, PromptInputs, Recorder, RecorderSetup, ResumeError,
     SessionCompactor, SessionWriter, SystemPrompt,
 };
 
@@ -71,14 +71,25 @@ pub fn router(config: &Config) -> Router {
     router
 }
 
+/// A session to go on from: its history, and the writer that appends to it (or to its fork);
+/// no writer with `--no-session`.
+pub struct Resumed {
+    pub loaded: LoadedSession,
+    pub writer: Option<SessionWriter>,
+}
+
 /// Builds the agent for `cli` (and a resumed session, if asked).
 pub fn build(
     cli: &Cli,
     config: &Config,
     cwd: PathBuf,
     home: Home,
-    resumed: Option<LoadedSession>,
+    resumed: Option<Resumed>,
 ) -> Result<Setup, Fail> {
+    let (resumed, resumed_writer) = match resumed {
+        Some(Resumed { loaded, writer }) => (Some(loaded), writer),
+        None => (None, None),
+    };
     let registry = registry(config)?;
     let router = router(config);
     let model = match &resumed {
@@ -113,10 +124,12 @@ pub fn build(
         cwd.clone(),
         tool_options.bash.clone(),
     ));
-    let date = resumed
+    // The date of the file this session is saved in (a fork's is today).
+    let date = resumed_writer
         .as_ref()
-        .and_then(|s| s.start_date().map(str::to_string))
-        .unwrap_or_else(session::today);
+        .and_then(|w| w.header().created.get(..10))
+        .or(resumed.as_ref().and_then(|s| s.start_date()))
+        .map_or_else(session::today, str::to_string);
     let system_prompt =
         SystemPrompt::load(&home, &cwd).render(&PromptInputs::gather(&home, &cwd, &date));
 
@@ -160,14 +173,10 @@ pub fn build(
         .unwrap_or_default();
     agent_config.messages = history.clone();
 
-    let writer = if cli.no_session {
-        None
-    } else {
-        Some(match &resumed {
-            Some(session) => SessionWriter::resume(session)
-                .map_err(|e| Fail(format!("cannot append to {}: {e}", session.path.display())))?,
-            None => SessionWriter::create(&home, &cwd, &model, thinking),
-        })
+    let writer = match (cli.no_session, resumed_writer) {
+        (true, _) => None,
+        (false, Some(writer)) => Some(writer),
+        (false, None) => Some(SessionWriter::create(&home, &cwd, &model, thinking)),
     };
     let agent = Agent::spawn(agent_config);
     let current = writer
@@ -177,6 +186,7 @@ pub fn build(
         agent.subscribe(),
         writer,
         RecorderSetup {
+            home: home.clone(),
             cwd: cwd.clone(),
             model: model.clone(),
             thinking,
@@ -342,12 +352,15 @@ or add it to ~/.coding-agent/config.toml once:
   base_url = \"http://127.0.0.1:8080/v1\"
   models = [{ id = \"MODEL\" }]";
 
-/// The session `--continue`, `--resume` or `--session` asks for.
-pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<LoadedSession>, Fail> {
+/// The session `--continue`, `--resume` or `--session` asks for, loaded and locked for
+/// appending (or forked, with `--fork`). Tool calls a crash left open are closed in the file
+/// here, before the agent's first request.
+pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<Resumed>, Fail> {
     let path = if cli.continue_session {
         match session::latest_session(home, cwd) {
-            Some(info) => info.path,
-            None => return Err(Fail(format!("no session to continue in {}", cwd.display()))),
+            Ok(Some(info)) => info.path,
+            Ok(None) => return Err(Fail(format!("no session to continue in {}", cwd.display()))),
+            Err(e) => return Err(Fail(format!("cannot read the latest session: {e}"))),
         }
     } else if let Some(query) = &cli.session {
         session::find_session(home, cwd, query)
@@ -357,15 +370,63 @@ pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<LoadedS
             Some(path) => path,
             None => return Ok(None),
         }
+    } else if cli.fork {
+        return Err(Fail(
+            "--fork needs the session to copy: --continue, --resume or --session".into(),
+        ));
     } else {
         return Ok(None);
     };
-    let loaded = session::load_session(&path)
-        .map_err(|e| Fail(format!("cannot load {}: {e}", path.display())))?;
-    for warning in &loaded.warnings {
-        eprintln!("coding-agent: {}: {warning}", path.display());
+    let resumed = open_session(cli, home, cwd, &path)?;
+    // Each warning names the file already.
+    for warning in &resumed.loaded.warnings {
+        eprintln!("coding-agent: {warning}");
     }
-    Ok(Some(loaded))
+    if cli.fork
+        && let Some(writer) = &resumed.writer
+    {
+        eprintln!(
+            "coding-agent: forked {} into {}",
+            path.display(),
+            writer.path().display()
+        );
+    }
+    Ok(Some(resumed))
+}
+
+fn open_session(cli: &Cli, home: &Home, cwd: &Path, path: &Path) -> Result<Resumed, Fail> {
+    // Another process may append between loading and locking: then load again.
+    for _ in 0..5 {
+        let loaded = session::load_session(path)
+            .map_err(|e| Fail(format!("cannot load {}: {e}", path.display())))?;
+        let writer = if cli.no_session {
+            None
+        } else if cli.fork {
+            Some(
+                SessionWriter::fork(home, cwd, &loaded)
+                    .map_err(|e| Fail(format!("cannot fork {}: {e}", path.display())))?,
+            )
+        } else {
+            match SessionWriter::resume(&loaded) {
+                Ok(writer) => Some(writer),
+                Err(ResumeError::Changed(_)) => continue,
+                Err(ResumeError::Locked(_)) => {
+                    return Err(Fail(format!(
+                        "session {} is in use by another coding-agent process ({}).\n\
+                         Wait until it ends, or add --fork to continue in a copy of it.",
+                        loaded.header.id,
+                        path.display()
+                    )));
+                }
+                Err(e) => return Err(Fail(format!("cannot append to {e}"))),
+            }
+        };
+        return Ok(Resumed { loaded, writer });
+    }
+    Err(Fail(format!(
+        "{} keeps changing (another process is writing it); try again, or add --fork",
+        path.display()
+    )))
 }
 
 /// `--resume`: a numbered list on the terminal; the user types a number.

@@ -2,106 +2,15 @@
 //! config errors and a missing key. Every run points CODING_AGENT_HOME at a temporary dir.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use mock_llm::{MockServer, Reply, Script};
+use mock_llm::Reply;
 use serde_json::{Value, json};
 
-const KEYS: [&str; 6] = [
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GROQ_API_KEY",
-];
+mod common;
 
-struct Env {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn command(&self, server: Option<&MockServer>, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
-        if let Some(server) = server {
-            command.args(["--base-url", &server.url(), "--model", "mock-model"]);
-        }
-        command
-            .args(args)
-            .current_dir(self.work.path())
-            .env("CODING_AGENT_HOME", self.home.path());
-        for key in KEYS
-            .iter()
-            .chain(&["CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL"])
-        {
-            command.env_remove(key);
-        }
-        command
-    }
-
-    /// Runs off the async runtime so the in-process server keeps serving.
-    async fn run(&self, server: Option<&MockServer>, args: &[&str], stdin: &str) -> Output {
-        let mut command = self.command(server, args);
-        let stdin = stdin.to_string();
-        tokio::task::spawn_blocking(move || {
-            let mut child = command
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(stdin.as_bytes())
-                .unwrap();
-            child.wait_with_output().unwrap()
-        })
-        .await
-        .unwrap()
-    }
-
-    fn sessions(&self) -> Vec<std::path::PathBuf> {
-        let mut out = Vec::new();
-        let root = self.home.path().join("sessions");
-        for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            out.extend(
-                std::fs::read_dir(dir.path())
-                    .unwrap()
-                    .flatten()
-                    .map(|e| e.path()),
-            );
-        }
-        out
-    }
-}
-
-async fn serve(replies: Vec<Reply>) -> MockServer {
-    MockServer::start(Script { replies }).await.unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn roles(body: &Value) -> Vec<&str> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect()
-}
+use common::*;
 
 #[tokio::test]
 async fn print_mode_prints_the_final_answer_after_a_tool_round_trip() {

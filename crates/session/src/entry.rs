@@ -8,7 +8,8 @@
 //! {"type":"compaction","id":"…","parent_id":"…","timestamp":"…","summary":{…},"first_kept_id":"…"}
 //! ```
 //!
-//! Every entry names its parent, so a later fork or branch needs no format change; today the
+//! Every entry names its parent. The history is the chain from the last entry back to a root,
+//! so a file can hold branches (the crash repair of an older file writes one); usually the
 //! entries form one chain in file order.
 
 use agent_core::{AgentMessage, CompactionSummary};

@@ -5,8 +5,11 @@
 //! - [`Recorder`] follows the agent's events into the right session file; [`SessionWriter`]
 //!   appends one entry per finished message to
 //!   `sessions/<cwd-slug>/<timestamp>_<id>.jsonl`; [`load_session`] rebuilds the exact history
-//!   (compactions applied), skipping damaged lines with a warning; [`list_sessions`],
+//!   along the `parent_id` chain of the last entry (compactions applied, tool calls a crash
+//!   left open closed), skipping damaged lines with a warning; [`list_sessions`],
 //!   [`latest_session`] and [`find_session`] serve `--continue`, `--resume` and `--session`.
+//!   Files are private (0700 directories, 0600 files) and locked while a process writes them.
+//! - [`spill_dir`] names the directory beside a session file for large tool outputs.
 //! - [`project_context`] gathers `AGENTS.md` / `CLAUDE.md`; [`SystemPrompt`] renders the prompt
 //!   once per session.
 //! - [`compaction`] decides when and where to cut and asks the model for a summary;
@@ -19,8 +22,11 @@ mod home;
 mod ids;
 mod list;
 mod load;
+mod private;
 mod prompt;
 mod recorder;
+mod repair;
+mod spill;
 mod writer;
 
 pub use compaction::{CompactionSettings, SessionCompactor};
@@ -31,7 +37,9 @@ pub use list::{SessionInfo, find_session, latest_session, list_sessions};
 pub use load::{LoadedSession, load_session};
 pub use prompt::{PromptInputs, SystemPrompt};
 pub use recorder::{Recorder, RecorderSetup};
-pub use writer::SessionWriter;
+pub use repair::INTERRUPTED;
+pub use spill::{create_spill_dir, prune_orphan_spills, spill_dir};
+pub use writer::{ResumeError, SessionWriter};
 
 /// Today's date as `YYYY-MM-DD` (UTC), the date a new session's system prompt states.
 pub fn today() -> String {

@@ -39,16 +39,56 @@ pub fn list_sessions(home: &Home, cwd: &Path) -> Vec<SessionInfo> {
     sessions
 }
 
-/// The most recently written session of `cwd` (`--continue`).
-pub fn latest_session(home: &Home, cwd: &Path) -> Option<SessionInfo> {
-    list_sessions(home, cwd).into_iter().next()
+/// The most recently written session of `cwd` (`--continue`); `None` when it has none. Unlike
+/// [`list_sessions`], a newest file (or a directory) that cannot be read is an error naming it
+/// and why, not a reason to say there is no session.
+pub fn latest_session(home: &Home, cwd: &Path) -> io::Result<Option<SessionInfo>> {
+    let dir = home.sessions_dir_for(cwd);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(named(&dir, err)),
+    };
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    for entry in entries {
+        let path = entry.map_err(|e| named(&dir, e))?.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let metadata = match std::fs::metadata(&path) {
+            Ok(metadata) if metadata.is_file() => metadata,
+            // Gone since the listing, or a dangling link: not a session.
+            Ok(_) => continue,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(named(&path, err)),
+        };
+        let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        if newest
+            .as_ref()
+            .is_none_or(|(time, best)| (modified, &path) > (*time, best))
+        {
+            newest = Some((modified, path));
+        }
+    }
+    match newest {
+        Some((_, path)) => describe(&path).map(Some).map_err(|e| named(&path, e)),
+        None => Ok(None),
+    }
+}
+
+/// `err` with the path it is about in front, keeping its kind.
+fn named(path: &Path, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{}: {err}", path.display()))
 }
 
 /// A session named by a path to its file or by a prefix of its id (`--session`). Ids are
-/// looked up in `cwd`'s sessions first, then in every directory's.
+/// looked up in `cwd`'s sessions first, then in every directory's. A path must name an empty
+/// file or one that starts with a session header: a mistyped path to some other file is an
+/// error (`InvalidData`), so nothing is ever appended to it.
 pub fn find_session(home: &Home, cwd: &Path, query: &str) -> io::Result<PathBuf> {
     let as_path = Path::new(query);
     if as_path.is_file() {
+        check_header(as_path)?;
         return Ok(as_path.to_path_buf());
     }
     let query = query.trim();
@@ -78,6 +118,22 @@ pub fn find_session(home: &Home, cwd: &Path, query: &str) -> io::Result<PathBuf>
             format!("{n} sessions have ids starting with `{query}`; give more of the id"),
         )),
     }
+}
+
+fn check_header(path: &Path) -> io::Result<()> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut first = Vec::new();
+    reader.read_until(b'\n', &mut first)?;
+    if first.is_empty() || serde_json::from_slice::<SessionHeader>(&first).is_ok() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{} is not a session file (its first line is not a session header)",
+            path.display()
+        ),
+    ))
 }
 
 fn matching(files: &[PathBuf], prefix: &str) -> Vec<PathBuf> {

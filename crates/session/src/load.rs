@@ -1,5 +1,11 @@
 //! Reads a session file back into the history the agent had.
+//!
+//! Every entry names its parent. The history is the chain of parents from the last entry in
+//! the file (the current leaf) back to a root: entries of other branches stay in the file but
+//! not in the history. Reading still goes through the file once, in order; parents always come
+//! before their children, so the chain is found with one map lookup per entry.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,27 +20,82 @@ use crate::entry::{Entry, EntryBody, HeaderTag, SessionHeader};
 pub struct LoadedSession {
     pub path: PathBuf,
     pub header: SessionHeader,
-    /// The agent's history, compactions applied: pass it as `AgentConfig::messages`.
+    /// The agent's history, compactions applied and unfinished tool calls closed: pass it as
+    /// `AgentConfig::messages`.
     pub messages: Vec<AgentMessage>,
     /// The entry id of each message of `messages` (a compaction summary has its entry's id).
     pub message_ids: Vec<String>,
-    /// The last entry read: the parent of the next one written.
+    /// The current leaf: the parent of the next entry written.
     pub leaf_id: Option<String>,
-    /// Model and thinking level in effect at the end of the file.
+    /// Model and thinking level in effect at the leaf.
     pub provider: String,
     pub model: String,
     pub thinking: ThinkingLevel,
-    /// Entries read (the header not counted).
+    /// Entries read (the header not counted), on every branch.
     pub entries: usize,
-    /// One line per skipped line or inconsistency; loading never fails on content.
+    /// Tool calls a crash left without a result, now closed with an
+    /// [`INTERRUPTED`](crate::INTERRUPTED) error result. The file gets the same results when a
+    /// [`SessionWriter`](crate::SessionWriter) resumes it; loading alone never writes.
+    pub repaired: usize,
+    /// One line per skipped line or inconsistency, each naming the file; loading never fails on
+    /// content.
     pub warnings: Vec<String>,
+    /// Entries that make the file hold `messages`: the repair, written on resume.
+    pub(crate) pending: Vec<Entry>,
+    /// Every entry id in the file, so new ids can be checked against them.
+    pub(crate) ids: HashSet<String>,
+    /// Bytes read: a resume finding the file longer knows another process wrote to it since.
+    pub(crate) len: u64,
+    /// The index in the file of each message's entry (for the repair's branch point).
+    pub(crate) message_pos: Vec<usize>,
 }
 
 /// Loads a session file. Fails only when the file cannot be read; damaged lines (a truncated
 /// last line after a crash, garbage in the middle) are skipped and reported in `warnings`.
+/// Never writes: see [`LoadedSession::repaired`].
 pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let mut session = LoadedSession {
+    // Almost every file is one chain in file order: apply its entries as they are read. A file
+    // with branches is read again, keeping every entry until its chain is known.
+    let mut session = empty(path);
+    let linear = scan(path, &mut session, |session, entry, here, parent| {
+        if parent != here.checked_sub(1) {
+            return false;
+        }
+        session.apply(entry, here);
+        true
+    })?;
+    if !linear {
+        session = load_branches(path)?;
+    }
+    crate::repair::repair(&mut session);
+    Ok(session)
+}
+
+fn load_branches(path: &Path) -> io::Result<LoadedSession> {
+    let mut session = empty(path);
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut parents: Vec<Option<usize>> = Vec::new();
+    scan(path, &mut session, |_, entry, _, parent| {
+        entries.push(entry);
+        parents.push(parent);
+        true
+    })?;
+    let mut on_chain = vec![false; entries.len()];
+    let mut at = entries.len().checked_sub(1);
+    while let Some(i) = at {
+        on_chain[i] = true;
+        at = parents[i];
+    }
+    for (i, entry) in entries.into_iter().enumerate() {
+        if on_chain[i] {
+            session.apply(entry, i);
+        }
+    }
+    Ok(session)
+}
+
+fn empty(path: &Path) -> LoadedSession {
+    LoadedSession {
         path: path.to_path_buf(),
         header: fallback_header(path),
         messages: Vec::new(),
@@ -44,16 +105,36 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
         model: String::new(),
         thinking: ThinkingLevel::Off,
         entries: 0,
+        repaired: 0,
         warnings: Vec::new(),
-    };
+        pending: Vec::new(),
+        ids: HashSet::new(),
+        len: 0,
+        message_pos: Vec::new(),
+    }
+}
+
+/// Reads the header into `session` and hands every entry to `each` with its index and its
+/// parent's index, which is always an earlier entry (so a chain has no cycle); stops, returning
+/// false, when `each` does. Fills `len`, `entries`, `ids` and the warnings about lines.
+fn scan(
+    path: &Path,
+    session: &mut LoadedSession,
+    mut each: impl FnMut(&mut LoadedSession, Entry, usize, Option<usize>) -> bool,
+) -> io::Result<bool> {
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let mut index: HashMap<String, usize> = HashMap::new();
+    // The previous entry's id: in the usual file it is the parent, found without a lookup.
+    let mut previous = String::new();
     let mut line = Vec::new();
     let mut number = 0usize;
-    let mut header_seen = false;
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
+        let read = reader.read_until(b'\n', &mut line)?;
+        if read == 0 {
             break;
         }
+        session.len += read as u64;
         number += 1;
         let text = match std::str::from_utf8(&line) {
             Ok(text) => text.trim_end_matches(['\n', '\r']),
@@ -65,8 +146,7 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
         if text.trim().is_empty() {
             continue;
         }
-        if !header_seen && number == 1 {
-            header_seen = true;
+        if number == 1 {
             match serde_json::from_str::<SessionHeader>(text) {
                 Ok(header) => {
                     session.header = header;
@@ -81,12 +161,41 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
                 }
             }
         }
-        match Entry::from_json(text) {
-            Ok(entry) => session.apply(entry),
-            Err(err) => session.warn(number, &err),
+        let entry = match Entry::from_json(text) {
+            Ok(entry) => entry,
+            Err(err) => {
+                session.warn(number, &err);
+                continue;
+            }
+        };
+        let here = session.entries;
+        let parent = match &entry.parent_id {
+            None => None,
+            Some(id) if here > 0 && *id == previous => Some(here - 1),
+            Some(id) => match index.get(id) {
+                Some(&i) => Some(i),
+                None => {
+                    // Most likely the parent's line was damaged: the line before is the best
+                    // guess (entries of one run follow each other), and keeps the history whole.
+                    session.warnings.push(format!(
+                        "{}:{number}: the parent {id} of entry {} is missing; continuing from the entry before it",
+                        path.display(),
+                        entry.id
+                    ));
+                    here.checked_sub(1)
+                }
+            },
+        };
+        index.insert(entry.id.clone(), here);
+        previous.clear();
+        previous.push_str(&entry.id);
+        session.entries = here + 1;
+        if !each(session, entry, here, parent) {
+            return Ok(false);
         }
     }
-    Ok(session)
+    session.ids = index.into_keys().collect();
+    Ok(true)
 }
 
 /// The header of a file whose first line is damaged: the id from the file name, the rest
@@ -117,13 +226,13 @@ impl LoadedSession {
             .push(format!("{name}:{line}: skipped a damaged line: {reason}"));
     }
 
-    fn apply(&mut self, entry: Entry) {
-        self.entries += 1;
+    fn apply(&mut self, entry: Entry, pos: usize) {
         self.leaf_id = Some(entry.id.clone());
         match entry.body {
             EntryBody::Message(message) => {
                 self.messages.push(message);
                 self.message_ids.push(entry.id);
+                self.message_pos.push(pos);
             }
             EntryBody::ModelChange { provider, model } => {
                 self.provider = provider;
@@ -152,6 +261,7 @@ impl LoadedSession {
                 self.messages
                     .splice(..cut, [AgentMessage::CompactionSummary(summary)]);
                 self.message_ids.splice(..cut, [entry.id]);
+                self.message_pos.splice(..cut, [pos]);
             }
         }
     }

@@ -21,6 +21,8 @@ use crate::{SessionWriter, load_session};
 /// What the recorder needs besides the events: how to head a session file it creates itself.
 #[derive(Debug, Clone)]
 pub struct RecorderSetup {
+    /// Where a session file the recorder creates gets its private directories from.
+    pub home: crate::Home,
     pub cwd: PathBuf,
     /// Model and thinking level in effect when recording starts.
     pub model: Model,
@@ -146,6 +148,9 @@ impl State {
                 }
                 Input::Control(Control::Finish(reply)) => {
                     self.sync();
+                    // Closed before the reply: the file's lock is free once `finish` returns.
+                    self.writer = None;
+                    self.prepared.clear();
                     let _ = reply.send(std::mem::take(&mut self.errors));
                     return;
                 }
@@ -192,9 +197,12 @@ impl State {
             return;
         }
         let opened = if path.exists() {
-            load_session(path).and_then(|loaded| SessionWriter::resume(&loaded))
+            load_session(path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|loaded| SessionWriter::resume(&loaded).map_err(|e| e.to_string()))
         } else {
             Ok(SessionWriter::create_at(
+                &self.setup.home,
                 path,
                 &self.setup.cwd,
                 &self.setup.model,
@@ -203,7 +211,7 @@ impl State {
         };
         match opened {
             Ok(writer) => self.writer = Some(writer),
-            Err(err) => self.errors.push(format!("{}: {err}", path.display())),
+            Err(err) => self.errors.push(err),
         }
     }
 

@@ -1,26 +1,52 @@
-//! Appends entries to a session file as the agent's messages end.
+//! Appends entries to a session file as the agent's messages end, holding the file's lock.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use agent_core::{AgentEvent, CompactionOutcome};
+use agent_core::{AgentEvent, AgentMessage, CompactionOutcome};
 use llm::{Model, ThinkingLevel, now_millis};
 
 use crate::entry::{Entry, EntryBody, FORMAT_VERSION, HeaderTag, SessionHeader};
-use crate::ids::{random_hex, rfc3339};
+use crate::ids::{random_hex, rfc3339, unique_id};
+use crate::private::{create_private_dirs, create_private_file, try_lock};
 use crate::{Home, LoadedSession};
+
+/// Why a session cannot be continued by this writer.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// Another process (or another writer of this one) holds the session's lock: appending too
+    /// would interleave two conversations.
+    #[error("{} is in use by another coding-agent process", .0.display())]
+    Locked(PathBuf),
+    /// The file grew since it was loaded (another process appended to it): load it again.
+    #[error("{} changed since it was loaded", .0.display())]
+    Changed(PathBuf),
+    #[error("{}: {}", .0.display(), .1)]
+    Io(PathBuf, #[source] io::Error),
+}
 
 /// Writes one session file. Each entry is one `write` of a whole line to an unbuffered file, so
 /// a crashed process loses at most the entry being written, and a reader never sees half of a
 /// line that was reported written. (Not fsynced per entry: that costs milliseconds on many
 /// disks; call [`SessionWriter::sync`] where durability against power loss matters.)
+///
+/// The writer holds an exclusive `flock` on the file from the first entry (or from
+/// [`SessionWriter::resume`]) until it is dropped, so a second process cannot append to the
+/// same session.
 pub struct SessionWriter {
     path: PathBuf,
     header: SessionHeader,
-    /// Opened on the first entry, so a session in which nothing happened leaves no file.
+    /// Opened (and locked) on the first entry, so a session in which nothing happened leaves
+    /// no file.
     file: Option<File>,
+    /// Where the private directories start (the home); `None` for a resumed file, whose
+    /// directory exists.
+    home_root: Option<PathBuf>,
     last_id: Option<String>,
+    /// Every entry id in the file: a new one is checked against them.
+    ids: HashSet<String>,
     /// Entry ids of the messages in the agent's history, in order: a compaction that replaced
     /// `messages[..n]` is recorded as "kept from the entry `ids[n]`".
     history_ids: Vec<String>,
@@ -32,20 +58,43 @@ pub struct SessionWriter {
 impl SessionWriter {
     /// A new session for `cwd`; nothing touches the disk until the first entry.
     pub fn create(home: &Home, cwd: &Path, model: &Model, thinking: ThinkingLevel) -> Self {
+        Self::create_as(home, cwd, &model.provider, &model.id, thinking)
+    }
+
+    fn create_as(
+        home: &Home,
+        cwd: &Path,
+        provider: &str,
+        model: &str,
+        thinking: ThinkingLevel,
+    ) -> Self {
         let id = random_hex(16);
         let created = rfc3339(now_millis());
         let file_name = format!("{}_{id}.jsonl", created.replace([':', '.'], "-"));
-        Self::create_at(
-            &home.sessions_dir_for(cwd).join(file_name),
-            cwd,
-            model,
-            thinking,
-        )
+        let path = home.sessions_dir_for(cwd).join(file_name);
+        Self::create_at_as(home, &path, cwd, provider, model, thinking)
     }
 
     /// A new session to be written at `path` (`<time>_<id>.jsonl`: the id is read from the
     /// name); nothing touches the disk until the first entry.
-    pub fn create_at(path: &Path, cwd: &Path, model: &Model, thinking: ThinkingLevel) -> Self {
+    pub fn create_at(
+        home: &Home,
+        path: &Path,
+        cwd: &Path,
+        model: &Model,
+        thinking: ThinkingLevel,
+    ) -> Self {
+        Self::create_at_as(home, path, cwd, &model.provider, &model.id, thinking)
+    }
+
+    fn create_at_as(
+        home: &Home,
+        path: &Path,
+        cwd: &Path,
+        provider: &str,
+        model: &str,
+        thinking: ThinkingLevel,
+    ) -> Self {
         let id = path
             .file_stem()
             .and_then(|stem| {
@@ -60,49 +109,105 @@ impl SessionWriter {
             id,
             cwd: cwd.to_string_lossy().into_owned(),
             created: rfc3339(now_millis()),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            provider: provider.to_string(),
+            model: model.to_string(),
             thinking,
         };
         Self {
             path: path.to_path_buf(),
             header,
             file: None,
+            home_root: Some(home.root().to_path_buf()),
             last_id: None,
+            ids: HashSet::new(),
             history_ids: Vec::new(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            provider: provider.to_string(),
+            model: model.to_string(),
             thinking,
         }
     }
 
-    /// Continues a loaded session: new entries are appended to its file.
-    pub fn resume(session: &LoadedSession) -> io::Result<Self> {
+    /// Continues a loaded session: takes the file's lock, writes the entries that close the
+    /// tool calls a crash left open (see [`LoadedSession::repaired`]), and appends new entries
+    /// after the loaded leaf.
+    pub fn resume(session: &LoadedSession) -> Result<Self, ResumeError> {
+        let io_err = |err| ResumeError::Io(session.path.clone(), err);
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
-            .open(&session.path)?;
+            .open(&session.path)
+            .map_err(io_err)?;
+        if !try_lock(&file).map_err(io_err)? {
+            return Err(ResumeError::Locked(session.path.clone()));
+        }
+        // Under the lock nobody else appends; what was loaded must still be all there is.
+        let len = file.metadata().map_err(io_err)?.len();
+        if len != session.len {
+            return Err(ResumeError::Changed(session.path.clone()));
+        }
+        // An empty file (`--session` naming a new file) gets a header first.
+        if len == 0 {
+            let mut header =
+                serde_json::to_string(&session.header).map_err(|e| io_err(io::Error::other(e)))?;
+            header.push('\n');
+            file.write_all(header.as_bytes()).map_err(io_err)?;
+        }
         // A crash can leave a cut-off last line; start on a fresh line so the next entry is
         // not glued to it (the cut-off line stays a skipped, reported line).
-        let len = file.metadata()?.len();
         if len > 0 {
             let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))?;
-            file.read_exact(&mut last)?;
+            file.seek(SeekFrom::Start(len - 1)).map_err(io_err)?;
+            file.read_exact(&mut last).map_err(io_err)?;
             if last[0] != b'\n' {
-                file.write_all(b"\n")?;
+                file.write_all(b"\n").map_err(io_err)?;
             }
         }
-        Ok(Self {
+        let mut writer = Self {
             path: session.path.clone(),
             header: session.header.clone(),
             file: Some(file),
+            home_root: None,
             last_id: session.leaf_id.clone(),
+            ids: session.ids.clone(),
             history_ids: session.message_ids.clone(),
             provider: session.provider.clone(),
             model: session.model.clone(),
             thinking: session.thinking,
-        })
+        };
+        for entry in &session.pending {
+            writer.write_entry(entry).map_err(io_err)?;
+        }
+        Ok(writer)
+    }
+
+    /// A new session of `cwd` that starts with `session`'s history (its current branch, as
+    /// loaded: compactions applied, unfinished tool calls closed) and its model and thinking
+    /// level; `session`'s file is left as it is. Written at once.
+    pub fn fork(home: &Home, cwd: &Path, session: &LoadedSession) -> io::Result<Self> {
+        let mut writer = Self::create_as(
+            home,
+            cwd,
+            &session.provider,
+            &session.model,
+            session.thinking,
+        );
+        for message in &session.messages {
+            let body = match message {
+                AgentMessage::CompactionSummary(summary) => EntryBody::Compaction {
+                    summary: summary.clone(),
+                    first_kept_id: None,
+                },
+                other => EntryBody::Message(other.clone()),
+            };
+            let id = writer.append(body)?;
+            writer.history_ids.push(id);
+        }
+        if writer.file.is_none() {
+            // An empty history still makes the file, so the fork can be found.
+            let file = writer.open_new()?;
+            writer.file = Some(file);
+        }
+        Ok(writer)
     }
 
     pub fn path(&self) -> &Path {
@@ -116,11 +221,17 @@ impl SessionWriter {
     /// Appends one entry and returns its id.
     pub fn append(&mut self, body: EntryBody) -> io::Result<String> {
         let entry = Entry {
-            id: random_hex(8),
+            id: unique_id(&mut self.ids),
             parent_id: self.last_id.clone(),
             timestamp: rfc3339(now_millis()),
             body,
         };
+        self.write_entry(&entry)?;
+        Ok(entry.id)
+    }
+
+    /// Writes an entry whose parent is the current leaf, which it becomes.
+    fn write_entry(&mut self, entry: &Entry) -> io::Result<()> {
         let mut line = entry.to_json();
         line.push('\n');
         let file = match &mut self.file {
@@ -128,18 +239,23 @@ impl SessionWriter {
             None => self.file.insert(self.open_new()?),
         };
         file.write_all(line.as_bytes())?;
+        self.ids.insert(entry.id.clone());
         self.last_id = Some(entry.id.clone());
-        Ok(entry.id)
+        Ok(())
     }
 
     fn open_new(&self) -> io::Result<File> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+        if let (Some(root), Some(dir)) = (&self.home_root, self.path.parent()) {
+            create_private_dirs(root, dir)?;
         }
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut file = create_private_file(&self.path)?;
+        // Nobody else knows the new file yet; the lock tells later resumers it is in use.
+        if !try_lock(&file)? {
+            return Err(io::Error::other(format!(
+                "{} is locked by another process",
+                self.path.display()
+            )));
+        }
         let mut header = serde_json::to_string(&self.header).map_err(io::Error::other)?;
         header.push('\n');
         file.write_all(header.as_bytes())?;

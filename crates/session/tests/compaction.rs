@@ -230,6 +230,7 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     }
     let path = writer.path().to_path_buf();
     let setup = RecorderSetup {
+        home: home.clone(),
         cwd: tmp.path().to_path_buf(),
         model: m.clone(),
         thinking: ThinkingLevel::Off,

@@ -127,6 +127,7 @@ async fn replaying_the_events_into_a_fresh_recorder_writes_the_same_files() {
     let agent = Agent::spawn(AgentConfig::new(first_model.clone(), Arc::new(answers)));
     let mut events = agent.subscribe();
     let setup = RecorderSetup {
+        home: home.clone(),
         cwd: cwd.clone(),
         model: first_model.clone(),
         thinking: ThinkingLevel::Off,
@@ -181,7 +182,7 @@ async fn replaying_the_events_into_a_fresh_recorder_writes_the_same_files() {
     for event in recorded {
         tx.send(event).unwrap();
     }
-    let initial = SessionWriter::create_at(&first, &cwd, &first_model, ThinkingLevel::Off);
+    let initial = SessionWriter::create_at(&home, &first, &cwd, &first_model, ThinkingLevel::Off);
     let replay = Recorder::spawn(rx, Some(initial), setup);
     let errors = replay.finish().await;
     assert!(errors.is_empty(), "{errors:?}");

@@ -72,8 +72,9 @@ async fn prompt(agent: &Agent, text: &str) {
         .unwrap();
 }
 
-fn setup(cwd: &Path, url: &str) -> RecorderSetup {
+fn setup(home: &Home, cwd: &Path, url: &str) -> RecorderSetup {
     RecorderSetup {
+        home: home.clone(),
         cwd: cwd.to_path_buf(),
         model: model(url.to_string()),
         thinking: ThinkingLevel::Off,
@@ -131,7 +132,7 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     let recorder = Recorder::spawn(
         recorded.subscribe(),
         Some(writer),
-        setup(&cwd, &recording_server.url()),
+        setup(&home, &cwd, &recording_server.url()),
     );
     prompt(&recorded, "Echo hi please").await;
     prompt(&recorded, "And now?").await;
@@ -140,7 +141,9 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     assert!(errors.is_empty(), "{errors:?}");
 
     // A fresh start: find the session, load it, continue.
-    let latest = session::latest_session(&home, &cwd).expect("the session is listed");
+    let latest = session::latest_session(&home, &cwd)
+        .unwrap()
+        .expect("the session is listed");
     assert_eq!(latest.path, path);
     assert_eq!(latest.first_prompt, "Echo hi please");
     assert_eq!(latest.message_count, 6);
@@ -156,7 +159,7 @@ async fn resumed_session_sends_a_byte_identical_next_request() {
     let recorder = Recorder::spawn(
         resumed.subscribe(),
         Some(SessionWriter::resume(&loaded).unwrap()),
-        setup(&cwd, &server.url()),
+        setup(&home, &cwd, &server.url()),
     );
     prompt(&resumed, "One more thing").await;
     let actual = server

@@ -204,7 +204,9 @@ fn written_sessions_load_back_with_model_thinking_and_compaction_applied() {
         assert_eq!(pair[1]["parent_id"], pair[0]["id"]);
     }
 
-    // A second compaction replaces the first summary too.
+    // A second compaction replaces the first summary too (in a later process: the first
+    // writer, and its lock, are gone).
+    drop(writer);
     let mut writer = SessionWriter::resume(&loaded).unwrap();
     writer
         .record(&AgentEvent::CompactionEnd {
@@ -298,8 +300,15 @@ fn sessions_are_listed_newest_first_and_found_by_id_prefix() {
     assert_eq!(listed[1].message_count, 2);
     assert_eq!(listed[1].cwd, "/p");
     assert!(listed[1].size > 0);
-    assert_eq!(session::latest_session(&home, cwd).unwrap().path, newer);
-    assert!(session::latest_session(&home, Path::new("/none")).is_none());
+    assert_eq!(
+        session::latest_session(&home, cwd).unwrap().unwrap().path,
+        newer
+    );
+    assert!(
+        session::latest_session(&home, Path::new("/none"))
+            .unwrap()
+            .is_none()
+    );
 
     let id = &listed[1].id;
     assert_eq!(find_session(&home, cwd, &id[..6]).unwrap(), older);
@@ -366,7 +375,9 @@ fn a_process_killed_while_appending_loses_at_most_its_last_line() {
     child.wait().unwrap();
 
     let home = Home::new(tmp.path());
-    let info = session::latest_session(&home, Path::new("/crash")).unwrap();
+    let info = session::latest_session(&home, Path::new("/crash"))
+        .unwrap()
+        .unwrap();
     let loaded = load_session(&info.path).unwrap();
     assert!(
         loaded.messages.len() >= reported,

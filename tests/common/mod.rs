@@ -1,0 +1,104 @@
+//! What the end-to-end tests of the binary share: a private home and work directory per
+//! test, the binary's command line with no provider key inherited, a mock server.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use mock_llm::{MockServer, Reply, Script};
+use serde_json::Value;
+
+pub const KEYS: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+];
+
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn command(&self, server: Option<&MockServer>, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
+        if let Some(server) = server {
+            command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        }
+        command
+            .args(args)
+            .current_dir(self.work.path())
+            .env("CODING_AGENT_HOME", self.home.path());
+        for key in KEYS
+            .iter()
+            .chain(&["CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL"])
+        {
+            command.env_remove(key);
+        }
+        command
+    }
+
+    /// Runs off the async runtime so the in-process server keeps serving.
+    pub async fn run(&self, server: Option<&MockServer>, args: &[&str], stdin: &str) -> Output {
+        let mut command = self.command(server, args);
+        let stdin = stdin.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut child = command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(stdin.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        })
+        .await
+        .unwrap()
+    }
+
+    pub fn sessions(&self) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        let root = self.home.path().join("sessions");
+        for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            out.extend(
+                std::fs::read_dir(dir.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        }
+        out
+    }
+}
+
+pub async fn serve(replies: Vec<Reply>) -> MockServer {
+    MockServer::start(Script { replies }).await.unwrap()
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn roles(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
