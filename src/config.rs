@@ -24,6 +24,9 @@ pub struct Config {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// What loading had to say (settings it ignored), for the user to see once.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,6 +113,16 @@ impl Config {
                     project.display()
                 ));
             }
+            // Nor choose the model, which chooses the provider your key goes to. (Once a
+            // repository can be trusted, a trusted one may.)
+            let mut overrides = overrides;
+            if let Some(model) = overrides.model.take() {
+                config.notices.push(format!(
+                    "{}: `model = \"{model}\"` is ignored: a repository cannot choose the model \
+                     (and so where your key goes); use --model or the home config.toml",
+                    project.display()
+                ));
+            }
             config.merge(overrides);
         }
         Ok(config)
@@ -165,6 +178,8 @@ impl Config {
                     "config: provider `{name}` needs `api` and `base_url` (it is not a built-in provider)"
                 ));
             };
+            llm::check_base_url(&base_url)
+                .map_err(|e| format!("config: provider `{name}`: base_url {e}"))?;
             registry.insert_provider(
                 name,
                 ProviderEntry {

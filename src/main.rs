@@ -22,7 +22,11 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime starts");
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // A worker thread stuck in the kernel (a hung network file system, say) must not keep the
+    // process from ending: everything worth keeping was written before `run` returned.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
         Ok(code) => code,
         Err(Fail(message)) => {
             eprintln!("coding-agent: {message}");
@@ -60,6 +64,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     };
     let resumed = setup::find_resumed(&cli, &home, &cwd)?;
     let setup = setup::build(&cli, &config, cwd, home, resumed)?;
+    // The TUI shows them in the conversation; elsewhere they go to stderr.
+    if headless_prompt.is_some() || cli.mode == Mode::Rpc {
+        for notice in &setup.notices {
+            eprintln!("coding-agent: note: {notice}");
+        }
+    }
     Ok(match (headless_prompt, cli.mode) {
         (Some(prompt), Mode::Json) => modes::headless::run(setup, prompt, Output::Events).await,
         (Some(prompt), _) => modes::headless::run(setup, prompt, Output::Answer).await,

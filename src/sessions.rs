@@ -15,6 +15,9 @@ use session::{Home, Recorder, ResumeError, SessionInfo, SessionWriter};
 pub struct Sessions {
     agent: Agent,
     recorder: Recorder,
+    /// Where bash saves long outputs: beside the current session file, so they go when the
+    /// session goes.
+    spill: tools::SpillDir,
     home: Home,
     cwd: PathBuf,
     no_session: bool,
@@ -26,14 +29,22 @@ impl Sessions {
     pub fn new(
         agent: Agent,
         recorder: Recorder,
+        spill: tools::SpillDir,
         home: Home,
         cwd: PathBuf,
         no_session: bool,
         current: Option<(PathBuf, String)>,
     ) -> Self {
+        if let Some((path, _)) = &current {
+            spill.set(session::spill_dir(path));
+        }
+        // Outputs saved for sessions that were deleted since go too.
+        let (prune_home, prune_cwd) = (home.clone(), cwd.clone());
+        tokio::task::spawn_blocking(move || session::prune_orphan_spills(&prune_home, &prune_cwd));
         Self {
             agent,
             recorder,
+            spill,
             home,
             cwd,
             no_session,
@@ -107,6 +118,9 @@ impl Sessions {
             .reset(messages, reason, label)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some((path, _)) = &current {
+            self.spill.set(session::spill_dir(path));
+        }
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = current;
         Ok(())
     }
@@ -119,12 +133,20 @@ impl Sessions {
             .unwrap_or_default()
     }
 
-    /// How to come back to this session, shown at exit.
-    pub fn resume_hint(&self) -> Option<String> {
-        let (_, id) = self.current()?;
-        Some(format!(
-            "Resume this session with: coding-agent --session {id}"
-        ))
+    /// Where the session stands, in one line: how to come back to it, or why there is
+    /// nothing to come back to.
+    pub fn status_line(&self) -> String {
+        match self.current() {
+            None => "This session is not saved (--no-session).".to_string(),
+            // Nothing is written before the first message.
+            Some((path, _)) if !path.exists() => {
+                "Nothing was said yet, so nothing is saved.".to_string()
+            }
+            Some((path, id)) => format!(
+                "Resume this session with: coding-agent --session {id}\n(saved in {})",
+                path.display()
+            ),
+        }
     }
 
     pub fn recorder(&self) -> &Recorder {

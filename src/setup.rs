@@ -33,6 +33,10 @@ pub struct Setup {
     pub sessions: Arc<Sessions>,
     /// Runs `!cmd` commands, like the model's bash but outside the conversation.
     pub shell: Arc<dyn agent_core::Tool>,
+    /// Things the user should see once (config settings that were ignored).
+    pub notices: Vec<String>,
+    /// How each tool the agent has wants its calls shown.
+    pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
 }
 
 pub fn home() -> Result<Home, Fail> {
@@ -108,17 +112,15 @@ pub fn build(
         .unwrap_or(ThinkingLevel::Off);
 
     let tool_options = tool_options(config, &registry);
-    let tools = match &cli.tools {
-        Some(names) => {
-            let names: Vec<&str> = names
-                .iter()
-                .map(|n| n.trim())
-                .filter(|n| !n.is_empty())
-                .collect();
-            tools::tools_named_with(&cwd, &names, &tool_options).map_err(Fail)?
-        }
-        None => tools::all_tools_with(&cwd, &tool_options),
-    };
+    let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
+        names
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .collect()
+    });
+    let tools =
+        tools::build(&cwd, &tool_options, only.as_deref()).map_err(|e| Fail(e.to_string()))?;
     // `!cmd` runs like the model's bash: same hidden keys, same spill directory.
     let shell: Arc<dyn agent_core::Tool> = Arc::new(tools::BashTool::with_options(
         cwd.clone(),
@@ -130,8 +132,13 @@ pub fn build(
         .and_then(|w| w.header().created.get(..10))
         .or(resumed.as_ref().and_then(|s| s.start_date()))
         .map_or_else(session::today, str::to_string);
-    let system_prompt =
-        SystemPrompt::load(&home, &cwd).render(&PromptInputs::gather(&home, &cwd, &date));
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    let tool_views = tools
+        .iter()
+        .map(|t| (t.name().to_string(), t.view()))
+        .collect();
+    let inputs = PromptInputs::gather(&home, &cwd, &date, tools::prompt_section(&names));
+    let system_prompt = SystemPrompt::load(&home, &cwd).render(&inputs);
 
     // --api-key belongs to the model it was given for, not to every provider /model reaches.
     let router = match &cli.api_key {
@@ -195,6 +202,7 @@ pub fn build(
     let sessions = Arc::new(Sessions::new(
         agent.clone(),
         recorder,
+        tool_options.bash.spill_dir.clone(),
         home,
         cwd.clone(),
         cli.no_session,
@@ -209,6 +217,8 @@ pub fn build(
         history,
         sessions,
         shell,
+        notices: config.notices.clone(),
+        tool_views,
     })
 }
 
@@ -267,6 +277,7 @@ pub fn resolve_model(
         (_, None) => config.model.clone(),
     };
     if let Some(url) = &cli.base_url {
+        llm::check_base_url(url).map_err(|e| Fail(format!("--base-url: {e}")))?;
         let name = named
             .ok_or_else(|| Fail("--base-url needs --model (the id the server expects)".into()))?;
         let known = registry.get(&name);
@@ -313,7 +324,10 @@ pub fn resolve_model(
 }
 
 fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
-    if cli.api_key.is_some() || is_local(&model.base_url) || router.key(&model.provider).is_some() {
+    if cli.api_key.is_some()
+        || llm::is_local_url(&model.base_url)
+        || router.key(&model.provider).is_some()
+    {
         return Ok(());
     }
     let var = llm::api_key_env(&model.provider);
@@ -321,22 +335,6 @@ fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
         "no API key for provider `{}` (model {}): set {var}, pass --api-key, or set api_key in config.toml under [providers.{}]",
         model.provider, model.id, model.provider
     )))
-}
-
-/// Servers on this machine need no key.
-fn is_local(base_url: &str) -> bool {
-    let authority = base_url
-        .split("://")
-        .nth(1)
-        .unwrap_or(base_url)
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host == "localhost" || host == "::1" || host == "0.0.0.0" || host.starts_with("127.")
 }
 
 const NO_KEY: &str = "no API key found.

@@ -439,3 +439,103 @@ async fn bash_commands_do_not_see_provider_keys_unless_the_home_config_allows() 
     let seen = env_seen_by_bash(&env).await;
     assert!(seen.contains("OPENAI_API_KEY=sk-cli-secret"), "{seen}");
 }
+
+#[tokio::test]
+async fn a_second_ctrl_c_leaves_at_once_and_the_watchdog_ends_the_command() {
+    let env = Env::new();
+    let pid_file = env.work.path().join("pid");
+    // A command that ignores the polite SIGTERM: stopping it cleanly takes the kill grace.
+    let command = format!(
+        "trap '' TERM; echo $$ > {}; sleep 30; sleep 1",
+        pid_file.display()
+    );
+    let server = serve(vec![Reply::tool_call("bash", json!({"command": command}))]).await;
+    let mut child = env
+        .command(Some(&server), &["-p", "sleep"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the agent exited early"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (lines, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    // SAFETY: plain signals to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // The second one once the first is being handled (signals sent together may merge).
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("stopping")) {
+        seen.push(
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("the agent says it stops"),
+        );
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    seen.extend(rx.try_iter());
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+        seen.push(line);
+    }
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped at once"), "{stderr}");
+    // The agent is gone; its watchdog takes the command group with it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tools::group_alive(pgid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command outlived the agent"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn only_the_chosen_tools_are_offered_and_described() {
+    let env = Env::new();
+    let server = serve(vec![Reply::text("ok")]).await;
+    let out = env
+        .run(Some(&server), &["--tools", "read,grep", "-p", "hi"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = &server.requests()[0].body;
+    let offered: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["read", "grep"]);
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("- read: ") && system.contains("- grep: "),
+        "{system}"
+    );
+    for absent in ["- write:", "- edit:", "- bash:", "- find:", "- ls:"] {
+        assert!(!system.contains(absent), "{absent} described: {system}");
+    }
+    let out = env
+        .run(Some(&server), &["--tools", "read,rm", "-p", "hi"], "")
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown tool `rm`; the tools are read, write, edit"));
+}

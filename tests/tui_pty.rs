@@ -18,7 +18,7 @@ struct Session {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     dir: tempfile::TempDir,
     /// CODING_AGENT_HOME of the run; kept alive with the session.
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 impl Session {
@@ -65,7 +65,7 @@ impl Session {
             writer,
             child,
             dir,
-            _home: home,
+            home,
         }
     }
 
@@ -259,16 +259,51 @@ fn esc_kills_a_running_command_within_a_second() {
 }
 
 #[test]
-fn exit_restores_the_terminal() {
+fn exit_restores_the_terminal_and_says_how_to_resume() {
     let rt = runtime();
-    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Hello there.")],
+        }))
+        .unwrap();
     let mut session = Session::start(&server);
     session.wait_for("Type a message");
     assert!(
         session.screen.lock().unwrap().screen().alternate_screen(),
         "the UI runs on the alternate screen"
     );
+    session.type_text("hi");
+    session.send("\r");
+    session.wait_for("Hello there.");
     session.send("\x04");
+    wait_exit(&mut session);
+    let files = session_files(session.home.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_stem().unwrap().to_string_lossy().into_owned();
+    let id = name.rsplit_once('_').unwrap().1.to_string();
+    session.wait_for(&format!(
+        "Resume this session with: coding-agent --session {id}"
+    ));
+    let parser = session.screen.lock().unwrap();
+    let screen = parser.screen();
+    assert!(!screen.alternate_screen(), "back on the normal screen");
+    assert!(!screen.hide_cursor(), "cursor visible again");
+}
+
+#[test]
+fn quitting_before_anything_was_said_saves_nothing_and_says_so() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    session.wait_for("Type a message");
+    session.send("\x04");
+    wait_exit(&mut session);
+    session.wait_for("Nothing was said yet, so nothing is saved.");
+    assert!(session_files(session.home.path()).is_empty());
+    assert!(!session.contents().contains("Resume this session"));
+}
+
+fn wait_exit(session: &mut Session) {
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(status) = session.child.try_wait().unwrap() {
@@ -278,9 +313,25 @@ fn exit_restores_the_terminal() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success());
-    session.wait_for("Resume this session with: coding-agent --session");
-    let parser = session.screen.lock().unwrap();
-    let screen = parser.screen();
-    assert!(!screen.alternate_screen(), "back on the normal screen");
-    assert!(!screen.hide_cursor(), "cursor visible again");
+}
+
+/// The session files under a home.
+fn session_files(home: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(home.join("sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for entry in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.path().extension().is_some_and(|e| e == "jsonl") {
+                out.push(entry.path());
+            }
+        }
+    }
+    out
 }

@@ -36,10 +36,13 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
                 Some(event) => event,
                 None => break,
             },
-            _ = stop.recv(), if !interrupted => {
+            _ = stop.recv() => {
+                if interrupted {
+                    exit_at_once();
+                }
                 interrupted = true;
-                eprintln!("\ncoding-agent: interrupted, stopping…");
-                agent.abort();
+                eprintln!("\ncoding-agent: interrupted, stopping… (again to quit at once)");
+                agent.stop();
                 continue;
             }
         };
@@ -109,6 +112,14 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
         }
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// A second interrupt while stopping: leave now. What the session recorder had not written yet
+/// is lost, and a tool call left open is closed when the session is loaded again; running
+/// commands are killed by the tools' watchdog when this process is gone.
+pub fn exit_at_once() -> ! {
+    eprintln!("coding-agent: stopped at once");
+    std::process::exit(130)
 }
 
 /// SIGINT, SIGTERM and SIGHUP, as one stream: each asks to stop cleanly.

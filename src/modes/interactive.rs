@@ -20,6 +20,8 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),
+        notices: setup.notices.clone(),
+        tool_views: setup.tool_views.clone(),
         first_prompt,
     };
     let host = Arc::new(TuiHost {
@@ -33,10 +35,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
     }
     match result {
         Ok(()) => {
-            match setup.sessions.resume_hint() {
-                Some(hint) => println!("{hint}"),
-                None => println!("This session was not saved (--no-session)."),
-            }
+            println!("{}", setup.sessions.status_line());
             ExitCode::SUCCESS
         }
         Err(err) => {
@@ -108,7 +107,7 @@ impl Host for TuiHost {
         }
     }
 
-    fn resume_hint(&self) -> Option<String> {
-        self.sessions.resume_hint()
+    fn session_status(&self) -> String {
+        self.sessions.status_line()
     }
 }

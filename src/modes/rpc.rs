@@ -22,9 +22,13 @@ pub async fn run(setup: Setup) -> ExitCode {
     loop {
         tokio::select! {
             _ = stop.recv() => {
-                // Stop what runs (killing its commands), start nothing more, save, and leave.
+                // Stop what runs (killing its commands), start nothing more, save, and leave;
+                // a second signal leaves at once.
                 setup.agent.stop();
-                let _ = setup.agent.wait_idle().await;
+                tokio::select! {
+                    _ = setup.agent.wait_idle() => {}
+                    _ = stop.recv() => crate::modes::headless::exit_at_once(),
+                }
                 while let Ok(event) = events.try_recv() {
                     emit(&event);
                 }

@@ -27,5 +27,5 @@ pub use event::{AgentEvent, ResetReason, RunSummary, ToolOutcome, ToolRun};
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};
-pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 pub use validate::validate_arguments;

@@ -15,6 +15,27 @@ pub enum Concurrency {
     Exclusive,
 }
 
+/// How a UI shows the calls of a tool: the tool says what it is, the UI picks the drawing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolView {
+    /// A command and its streaming output (`command` argument).
+    Shell,
+    /// A file change with a diff (`path` argument, `diff` in the details).
+    Diff,
+    /// A file read (`path`, `offset`, `limit`).
+    Read,
+    /// A content search (`pattern`, `path`, `glob`).
+    Search,
+    /// A file-name search (`pattern`, `path`).
+    Find,
+    /// A directory listing (`path`).
+    List,
+    /// Anything else: the arguments and the first line of the result.
+    #[default]
+    Plain,
+}
+
 /// What a tool returns (also its partial updates while it runs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
@@ -127,6 +148,10 @@ pub trait Tool: Send + Sync + 'static {
     /// of its work done.
     fn interruptible(&self) -> bool {
         false
+    }
+    /// How a UI shows its calls.
+    fn view(&self) -> ToolView {
+        ToolView::Plain
     }
     async fn execute(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 }

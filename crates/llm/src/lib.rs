@@ -20,6 +20,7 @@ mod registry;
 mod retry;
 mod router;
 mod sse;
+mod url;
 
 pub use builder::AssistantBuilder;
 pub use event::StreamEvent;
@@ -35,3 +36,4 @@ pub use registry::{ProviderEntry, Registry, RegistryError};
 pub use retry::RetryPolicy;
 pub use router::{Router, api_key_env};
 pub use sse::replay;
+pub use url::{BaseUrlError, check_base_url, is_local_url};

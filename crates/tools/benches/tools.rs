@@ -87,7 +87,9 @@ fn main() {
 }
 
 async fn call(dir: &Path, name: &str, args: Value) -> String {
-    let tool = tools::tools_named(dir, &[name]).unwrap().remove(0);
+    let tool = tools::build(dir, &tools::ToolOptions::default(), Some(&[name]))
+        .unwrap()
+        .remove(0);
     let ctx = ToolContext::new("bench", CancellationToken::new(), |_| {});
     match tool.execute(args, ctx).await {
         Ok(out) => match &out.content[0] {

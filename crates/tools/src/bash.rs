@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
@@ -88,6 +88,10 @@ impl BashTool {
 impl Tool for BashTool {
     fn name(&self) -> &str {
         "bash"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Shell
     }
 
     fn description(&self) -> &str {

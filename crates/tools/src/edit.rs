@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -31,6 +31,10 @@ impl EditTool {
 impl Tool for EditTool {
     fn name(&self) -> &str {
         "edit"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Diff
     }
 
     fn description(&self) -> &str {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_core::{Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use globset::GlobBuilder;
 use serde_json::{Value, json};
@@ -27,6 +27,10 @@ impl FindTool {
 impl Tool for FindTool {
     fn name(&self) -> &str {
         "find"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Find
     }
 
     fn description(&self) -> &str {

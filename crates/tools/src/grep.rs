@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -46,6 +46,10 @@ struct Query {
 impl Tool for GrepTool {
     fn name(&self) -> &str {
         "grep"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Search
     }
 
     fn description(&self) -> &str {

@@ -1,5 +1,5 @@
 //! The coding tools on the agent-core [`Tool`](agent_core::Tool) trait: read, write, edit,
-//! bash, grep, find and ls.
+//! bash, grep, find and ls, listed in one table ([`REGISTRY`]).
 //!
 //! Every tool resolves paths against the working directory it was made for, states its limits
 //! in its description, turns every failure into a message the model can act on, and stops
@@ -15,6 +15,7 @@ mod grep;
 mod ls;
 mod paths;
 mod read;
+mod registry;
 mod spill;
 mod truncate;
 mod walk;
@@ -32,12 +33,10 @@ pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;
+pub use registry::{REGISTRY, ToolEntry, UnknownTool, build, prompt_section};
 pub use spill::{DEFAULT_SPILL_CAP, SpillDir};
 pub use truncate::{MAX_BYTES, MAX_LINES};
 pub use write::WriteTool;
-
-/// Names of every tool, in the order the model sees them.
-pub const ALL: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
 
 /// How the tools are made; the defaults suit a host that configures nothing.
 #[derive(Clone, Debug, Default)]
@@ -45,46 +44,8 @@ pub struct ToolOptions {
     pub bash: BashOptions,
 }
 
-/// Every tool, working in `cwd`, with the default options.
+/// Every tool, working in `cwd`, with the default options (tests, benchmarks).
 pub fn all_tools(cwd: impl Into<PathBuf>) -> Vec<Arc<dyn Tool>> {
-    all_tools_with(cwd, &ToolOptions::default())
-}
-
-/// Every tool, working in `cwd`.
-pub fn all_tools_with(cwd: impl Into<PathBuf>, options: &ToolOptions) -> Vec<Arc<dyn Tool>> {
-    let cwd = cwd.into();
-    let locks = paths::FileLocks::default();
-    vec![
-        Arc::new(ReadTool::new(cwd.clone())),
-        Arc::new(WriteTool::new(cwd.clone(), locks.clone())),
-        Arc::new(EditTool::new(cwd.clone(), locks)),
-        Arc::new(BashTool::with_options(cwd.clone(), options.bash.clone())),
-        Arc::new(GrepTool::new(cwd.clone())),
-        Arc::new(FindTool::new(cwd.clone())),
-        Arc::new(LsTool::new(cwd)),
-    ]
-}
-
-/// The named tools only, with the default options (unknown names are an error naming the
-/// valid ones).
-pub fn tools_named(cwd: impl Into<PathBuf>, names: &[&str]) -> Result<Vec<Arc<dyn Tool>>, String> {
-    tools_named_with(cwd, names, &ToolOptions::default())
-}
-
-/// The named tools only (unknown names are an error naming the valid ones).
-pub fn tools_named_with(
-    cwd: impl Into<PathBuf>,
-    names: &[&str],
-    options: &ToolOptions,
-) -> Result<Vec<Arc<dyn Tool>>, String> {
-    if let Some(unknown) = names.iter().find(|n| !ALL.contains(n)) {
-        return Err(format!(
-            "unknown tool `{unknown}`; the tools are {}",
-            ALL.join(", ")
-        ));
-    }
-    Ok(all_tools_with(cwd, options)
-        .into_iter()
-        .filter(|t| names.contains(&t.name()))
-        .collect())
+    // No name is asked for, so none can be unknown.
+    registry::build(cwd, &ToolOptions::default(), None).unwrap_or_default()
 }

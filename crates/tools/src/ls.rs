@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_core::{Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -26,6 +26,10 @@ impl LsTool {
 impl Tool for LsTool {
     fn name(&self) -> &str {
         "ls"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::List
     }
 
     fn description(&self) -> &str {

@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use agent_core::{Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use base64::Engine;
 use llm::{ImageContent, UserContent};
@@ -37,6 +37,10 @@ impl ReadTool {
 impl Tool for ReadTool {
     fn name(&self) -> &str {
         "read"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Read
     }
 
     fn description(&self) -> &str {

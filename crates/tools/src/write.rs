@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -27,6 +27,10 @@ impl WriteTool {
 impl Tool for WriteTool {
     fn name(&self) -> &str {
         "write"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Diff
     }
 
     fn description(&self) -> &str {

@@ -14,6 +14,7 @@ use crate::popup::ChoiceKind;
 use crate::status::Status;
 
 const INTERRUPTED: &str = "Interrupted. Tell the agent what to do instead.";
+const CUT_OFF: &str = "The reply was cut off at the model's output token limit: it is incomplete.";
 
 /// What the UI asks of the agent or the runtime.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +50,10 @@ pub struct App {
     pub run_started: Option<Instant>,
     /// What waits in the agent's queues, as its events said.
     pub queue: Vec<QueuedView>,
+    /// How each tool wants its calls shown, by name (from the tools the agent has).
+    pub tool_views: HashMap<String, agent_core::ToolView>,
+    /// What the last finished run did (`/session` shows it).
+    pub last_run: Option<agent_core::RunSummary>,
     pub editor: Editor,
     pub status: Status,
     /// Transcript lines scrolled up from the bottom; 0 follows new output.
@@ -81,6 +86,8 @@ impl App {
             running: false,
             run_started: None,
             queue: Vec::new(),
+            last_run: None,
+            tool_views: HashMap::new(),
             editor: Editor::new(),
             status,
             scroll: 0,
@@ -127,7 +134,8 @@ impl App {
                 self.run_started = Some(Instant::now());
                 self.interrupted_shown = false;
             }
-            AgentEvent::AgentEnd { .. } => {
+            AgentEvent::AgentEnd { summary, .. } => {
+                self.last_run = Some(summary.clone());
                 self.running = false;
                 self.run_started = None;
                 // Aborted between model calls (a tool was running): say so here.
@@ -318,7 +326,10 @@ impl App {
                         self.interrupted_shown = true;
                         self.push_cell(CellKind::Error(INTERRUPTED.into()));
                     }
-                    _ => {}
+                    StopReason::Length => {
+                        self.push_cell(CellKind::Error(CUT_OFF.into()));
+                    }
+                    StopReason::Stop | StopReason::ToolUse => {}
                 }
             }
             AgentMessage::ToolResult(result) => self.tool_result(&result.tool_call_id, result),
@@ -337,9 +348,19 @@ impl App {
         Some(self.cells.get_mut(index)?.edit())
     }
 
+    fn view_of(&self, name: &str) -> agent_core::ToolView {
+        self.tool_views.get(name).copied().unwrap_or_default()
+    }
+
     /// A tool cell for call `id`, filled in by its result later.
     pub fn start_tool(&mut self, id: &str, name: &str, args: Value) {
-        let index = self.push_cell(CellKind::Tool(ToolCell::new(id, name, args)));
+        let view = self.view_of(name);
+        self.start_tool_as(id, name, view, args);
+    }
+
+    /// A tool cell shown as `view` (a `!cmd` shell is not one of the agent's tools).
+    pub fn start_tool_as(&mut self, id: &str, name: &str, view: agent_core::ToolView, args: Value) {
+        let index = self.push_cell(CellKind::Tool(ToolCell::new(id, name, view, args)));
         self.tools.insert(id.to_string(), index);
     }
 
@@ -368,7 +389,8 @@ impl App {
                 .get(id)
                 .cloned()
                 .unwrap_or_else(|| (result.tool_name.clone(), Value::Null));
-            let index = self.push_cell(CellKind::Tool(ToolCell::new(id, &name, args)));
+            let view = self.view_of(&name);
+            let index = self.push_cell(CellKind::Tool(ToolCell::new(id, &name, view, args)));
             self.tools.insert(id.to_string(), index);
         }
         if let Some(CellKind::Tool(cell)) = self.tool_cell(id)

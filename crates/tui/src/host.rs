@@ -38,6 +38,6 @@ pub trait Host: Send + Sync + 'static {
         cancel: CancellationToken,
         on_output: OnOutput,
     ) -> ToolResultMessage;
-    /// How to come back to this session, shown at exit.
-    fn resume_hint(&self) -> Option<String>;
+    /// Where the session is saved and how to come back to it, in a line or two.
+    fn session_status(&self) -> String;
 }

@@ -28,6 +28,13 @@ impl InputState {
     }
 }
 
+/// Ctrl+C, the key that asks to stop.
+pub fn is_interrupt(key: &KeyEvent) -> bool {
+    key.kind != KeyEventKind::Release
+        && key.code == KeyCode::Char('c')
+        && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
 pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Action> {
     if key.kind == KeyEventKind::Release {
         return Vec::new();

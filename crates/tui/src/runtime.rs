@@ -35,6 +35,10 @@ pub struct Options {
     pub context_window: u64,
     /// History to show (a resumed session).
     pub history: Vec<AgentMessage>,
+    /// Shown once, after the history (settings the config loader ignored, say).
+    pub notices: Vec<String>,
+    /// How each of the agent's tools wants its calls shown.
+    pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
     /// Sent once the UI listens, so its run is shown (and Esc can stop it) from the start.
     pub first_prompt: Option<String>,
 }
@@ -58,7 +62,11 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         options.context_window,
     );
     let mut app = App::new(status);
+    app.tool_views = options.tool_views.clone();
     app.load_history(&options.history);
+    for notice in &options.notices {
+        app.push_cell(CellKind::Notice(notice.clone()));
+    }
     let mut input = InputState::default();
     let (ui_tx, mut ui_rx) = mpsc::unbounded_channel();
     let mut agent_events = agent.subscribe();
@@ -70,6 +78,8 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    // Ctrl+C is a key in raw mode; a SIGINT from elsewhere (`kill -INT`) quits cleanly too.
+    let mut sigint = signal(SignalKind::interrupt())?;
     let mut last_frame = Instant::now() - FRAME;
     let mut choices = Choices::default();
 
@@ -107,6 +117,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             _ = sleep_until(wake), if wake.is_some() => app.dirty = true,
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
+            _ = sigint.recv() => break,
         }
         for action in actions {
             let ctx = Ctx {
@@ -120,10 +131,28 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             break;
         }
     }
-    // Let the run close (tool results paired, session written) before the terminal is back.
+    // Let the run close (tool results paired, session written) before the terminal is back;
+    // asked again (Ctrl+C, a signal), leave at once.
     choices.shell.cancel();
     agent.stop();
-    let _ = tokio::time::timeout(Duration::from_secs(5), agent.wait_idle()).await;
+    let closed = tokio::time::timeout(Duration::from_secs(5), agent.wait_idle());
+    tokio::select! {
+        _ = closed => {}
+        _ = async {
+            loop {
+                tokio::select! {
+                    event = terminal_events.next() => match event {
+                        Some(Ok(Event::Key(key))) if input::is_interrupt(&key) => return,
+                        Some(Ok(_)) => {}
+                        Some(Err(_)) | None => return,
+                    },
+                    _ = sigterm.recv() => return,
+                    _ = sighup.recv() => return,
+                    _ = sigint.recv() => return,
+                }
+            }
+        } => {}
+    }
     Ok(())
 }
 
@@ -319,10 +348,12 @@ fn perform(
                 "↑{} ↓{} tokens · cache read {} · ${:.4}",
                 s.usage.input, s.usage.output, s.usage.cache_read, s.usage.cost
             );
-            match ctx.host.resume_hint() {
-                Some(hint) => text.push_str(&format!("\n{hint}")),
-                None => text.push_str("\nThis session is not saved (--no-session)."),
+            if let Some(run) = &app.last_run {
+                text.push('\n');
+                text.push_str(&crate::status::run_summary(run));
             }
+            text.push('\n');
+            text.push_str(&ctx.host.session_status());
             app.push_cell(CellKind::Notice(text));
         }
         Action::Quit => app.should_quit = true,
@@ -363,7 +394,12 @@ fn run_shell(
         "shell-{}",
         COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    app.start_tool(&id, "bash", serde_json::json!({"command": command}));
+    app.start_tool_as(
+        &id,
+        "bash",
+        agent_core::ToolView::Shell,
+        serde_json::json!({"command": command}),
+    );
     app.shell_running = true;
     let cancel = CancellationToken::new();
     let token = cancel.clone();

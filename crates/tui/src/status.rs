@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use llm::{ThinkingLevel, Usage};
+use unicode_width::UnicodeWidthStr;
 
 #[derive(Debug, Clone, Default)]
 pub struct Status {
@@ -44,26 +45,140 @@ impl Status {
 
     /// The line's segments, left to right.
     pub fn segments(&self) -> Vec<String> {
-        let mut out = vec![self.model.clone()];
+        self.parts().into_iter().map(|(_, text)| text).collect()
+    }
+
+    fn parts(&self) -> Vec<(Part, String)> {
+        let mut out = vec![(Part::Model, self.model.clone())];
         if let Some(level) = self.thinking {
-            out.push(format!("thinking {}", level_name(level)));
+            out.push((Part::Thinking, format!("thinking {}", level_name(level))));
         }
         let mut place = self.cwd.clone();
         if let Some(branch) = &self.branch {
             place.push_str(&format!(" ({branch})"));
         }
-        out.push(place);
-        out.push(format!(
-            "↑{} ↓{}",
-            tokens(self.usage.input + self.usage.cache_read),
-            tokens(self.usage.output)
+        out.push((Part::Place, place));
+        out.push((
+            Part::Tokens,
+            format!(
+                "↑{} ↓{}",
+                tokens(self.usage.input + self.usage.cache_read),
+                tokens(self.usage.output)
+            ),
         ));
-        out.push(format!("${:.3}", self.usage.cost));
+        out.push((Part::Cost, format!("${:.3}", self.usage.cost)));
         if self.context_window > 0 {
             let percent = self.context_tokens as f64 * 100.0 / self.context_window as f64;
-            out.push(format!("{percent:.0}% of {}", tokens(self.context_window)));
+            out.push((
+                Part::Context,
+                format!("{percent:.0}% of {}", tokens(self.context_window)),
+            ));
         }
         out
+    }
+
+    /// The segments that fit in `width` columns: whole segments are left out, least useful
+    /// first, rather than a number cut in half; only the model name itself is ever cut.
+    pub fn line(&self, width: usize) -> String {
+        let mut parts = self.parts();
+        let joined = |parts: &[(Part, String)]| {
+            parts
+                .iter()
+                .map(|(_, text)| text.as_str())
+                .collect::<Vec<_>>()
+                .join(" · ")
+        };
+        for drop in [
+            Part::Place,
+            Part::Tokens,
+            Part::Thinking,
+            Part::Cost,
+            Part::Context,
+        ] {
+            if joined(&parts).width() <= width {
+                break;
+            }
+            parts.retain(|(part, _)| *part != drop);
+        }
+        truncate(&joined(&parts), width)
+    }
+}
+
+/// The segments of the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Model,
+    Thinking,
+    Place,
+    Tokens,
+    Cost,
+    Context,
+}
+
+/// `text` cut to `width` columns with `…` when it is wider.
+fn truncate(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// The last run in one line: model calls and how they stopped, tool outcomes, tokens, cost.
+pub fn run_summary(run: &agent_core::RunSummary) -> String {
+    use agent_core::ToolOutcome::*;
+    let calls = run.stop_reasons.len();
+    let mut line = format!(
+        "Last run: {calls} model call{}",
+        if calls == 1 { "" } else { "s" }
+    );
+    if let Some(last) = run.stop_reasons.last() {
+        line.push_str(&format!(" (last: {})", stop_name(*last)));
+    }
+    let outcomes: Vec<String> = [
+        (Ok, "ok"),
+        (Error, "failed"),
+        (Skipped, "skipped"),
+        (Blocked, "blocked"),
+        (Aborted, "aborted"),
+    ]
+    .iter()
+    .filter_map(|(outcome, name)| {
+        let n = run.count(*outcome);
+        (n > 0).then(|| format!("{n} {name}"))
+    })
+    .collect();
+    if !outcomes.is_empty() {
+        line.push_str(&format!(" · tools: {}", outcomes.join(", ")));
+    }
+    line.push_str(&format!(
+        " · ↑{} ↓{} · ${:.4}",
+        tokens(run.usage.input + run.usage.cache_read),
+        tokens(run.usage.output),
+        run.usage.cost
+    ));
+    line
+}
+
+fn stop_name(reason: llm::StopReason) -> &'static str {
+    match reason {
+        llm::StopReason::Stop => "finished",
+        llm::StopReason::ToolUse => "tool use",
+        llm::StopReason::Length => "cut off at the output limit",
+        llm::StopReason::Error => "error",
+        llm::StopReason::Aborted => "aborted",
     }
 }
 
@@ -136,6 +251,54 @@ mod tests {
                 "$0.012",
                 "25% of 200.0k"
             ]
+        );
+    }
+
+    #[test]
+    fn a_narrow_line_leaves_whole_segments_out_instead_of_cutting_a_number() {
+        let status = Status {
+            model: "gpt-5".into(),
+            thinking: Some(ThinkingLevel::Medium),
+            cwd: "~/src/project".into(),
+            branch: Some("main".into()),
+            context_window: 400_000,
+            ..Status::default()
+        };
+        let full = status.segments().join(" · ");
+        assert_eq!(status.line(200), full);
+        let narrow = status.line(full.chars().count() - 1);
+        assert!(!narrow.contains("~/src/project"), "{narrow}");
+        assert!(narrow.ends_with("0% of 400.0k"), "{narrow}");
+        assert_eq!(status.line(16), "gpt-5");
+        assert_eq!(status.line(3), "gp…");
+    }
+
+    #[test]
+    fn a_run_in_one_line() {
+        let run = agent_core::RunSummary {
+            stop_reasons: vec![llm::StopReason::ToolUse, llm::StopReason::Stop],
+            tools: vec![
+                agent_core::ToolRun {
+                    id: "a".into(),
+                    name: "bash".into(),
+                    outcome: agent_core::ToolOutcome::Ok,
+                },
+                agent_core::ToolRun {
+                    id: "b".into(),
+                    name: "edit".into(),
+                    outcome: agent_core::ToolOutcome::Skipped,
+                },
+            ],
+            usage: Usage {
+                input: 2_000,
+                output: 100,
+                ..Usage::default()
+            },
+            repairs: 0,
+        };
+        assert_eq!(
+            run_summary(&run),
+            "Last run: 2 model calls (last: finished) · tools: 1 ok, 1 skipped · ↑2.0k ↓100 · $0.0000"
         );
     }
 }

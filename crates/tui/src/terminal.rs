@@ -17,8 +17,11 @@ use ratatui::backend::CrosstermBackend;
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Restores the terminal when dropped; if dropped by a panic unwinding the UI, prints the
-/// panic's message afterwards, on the normal screen.
-pub struct Guard;
+/// panic's message afterwards, on the normal screen. The panic hook the UI installed is
+/// replaced by the one before it.
+pub struct Guard {
+    _hook: HookGuard,
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -38,9 +41,9 @@ fn panics() -> std::sync::MutexGuard<'static, Vec<String>> {
 }
 
 pub fn enter() -> std::io::Result<(Term, Guard)> {
-    install_panic_hook();
+    let hook = hold_panics();
     enable_raw_mode()?;
-    let guard = Guard;
+    let guard = Guard { _hook: hook };
     let mut stdout = std::io::stdout();
     execute!(
         stdout,
@@ -72,14 +75,38 @@ pub fn restore() {
     let _ = stdout.flush();
 }
 
-/// Holds panic messages instead of printing them into the UI. A tool that panics is caught
-/// and shown as an error result, so a panic must not tear the terminal down by itself; one
-/// that unwinds the UI drops the [`Guard`], which restores the screen and prints it.
-fn install_panic_hook() {
+type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+/// Puts the panic hook that was there before [`hold_panics`] back when dropped.
+pub struct HookGuard {
+    previous: Option<Hook>,
+}
+
+impl Drop for HookGuard {
+    fn drop(&mut self) {
+        // Setting a hook from a panicking thread aborts the process; a panic that unwinds
+        // the UI ends it anyway.
+        if let Some(previous) = self.previous.take()
+            && !std::thread::panicking()
+        {
+            std::panic::set_hook(previous);
+        }
+    }
+}
+
+/// Holds panic messages instead of printing them into the UI, until the guard is dropped. A
+/// tool that panics is caught and shown as an error result, so a panic must not tear the
+/// terminal down by itself; one that unwinds the UI drops the [`Guard`], which restores the
+/// screen and prints it.
+pub fn hold_panics() -> HookGuard {
+    let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| {
         let backtrace = std::backtrace::Backtrace::capture();
         panics().push(format!("{info}\n{backtrace}"));
     }));
+    HookGuard {
+        previous: Some(previous),
+    }
 }
 
 /// Copies `text` to the clipboard through the terminal (OSC 52), which also works over SSH.
@@ -89,4 +116,30 @@ pub fn copy_to_clipboard(text: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
     write!(stdout, "\x1b]52;c;{encoded}\x07")?;
     stdout.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn the_previous_panic_hook_is_back_once_the_ui_is_gone() {
+        static SEEN: AtomicUsize = AtomicUsize::new(0);
+        std::panic::set_hook(Box::new(|_| {
+            SEEN.fetch_add(1, Ordering::SeqCst);
+        }));
+        let held = hold_panics();
+        let _ = std::panic::catch_unwind(|| panic!("inside the UI"));
+        assert_eq!(SEEN.load(Ordering::SeqCst), 0, "held while the UI runs");
+        assert_eq!(panics().drain(..).count(), 1);
+        drop(held);
+        let _ = std::panic::catch_unwind(|| panic!("after the UI"));
+        assert_eq!(
+            SEEN.load(Ordering::SeqCst),
+            1,
+            "the old hook sees panics again"
+        );
+        let _ = std::panic::take_hook();
+    }
 }

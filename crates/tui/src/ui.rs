@@ -42,8 +42,9 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
     let view = app.view(area.width);
     // Every cell's height is cached per width; summing them is cheap even for long sessions.
     let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
-    // Keep the view still when output arrives while scrolled up.
-    if app.scroll > 0 && total > app.transcript_total {
+    // Keep the view still when output arrives while scrolled up (not on the first frame:
+    // nothing was on screen to keep still).
+    if app.scroll > 0 && app.transcript_total > 0 && total > app.transcript_total {
         app.scroll = app.scroll.saturating_add(total - app.transcript_total);
     }
     app.transcript_total = total;
@@ -186,7 +187,7 @@ fn draw_editor(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let text = app.status.segments().join(" · ");
+    let text = app.status.line(usize::from(area.width));
     frame.render_widget(
         Paragraph::new(Line::styled(text, Style::new().fg(Color::DarkGray))),
         area,

@@ -89,3 +89,58 @@ fn an_abort_says_so_and_returned_messages_go_back_into_the_editor() {
     assert!(app.queue.is_empty());
     assert_eq!(app.editor.text(), "then docs\nmy draft");
 }
+
+#[test]
+fn a_reply_cut_at_the_output_limit_says_it_is_incomplete() {
+    let mut app = App::new(Status::default());
+    let mut b = AssistantBuilder::new("m", "p");
+    b.text_delta("The first half of");
+    let StreamEvent::Done { message } = b.done(StopReason::Length) else {
+        unreachable!()
+    };
+    app.on_event(&AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(message),
+    });
+    assert!(
+        app.cells
+            .iter()
+            .any(|c| matches!(&c.kind, CellKind::Error(e) if e.contains("cut off at the model's output token limit")))
+    );
+}
+
+#[test]
+fn model_thinking_and_history_changes_come_from_events() {
+    let mut app = App::new(Status::default());
+    let mut model = llm::Model {
+        id: "big".into(),
+        provider: "p".into(),
+        api: llm::Api::OpenaiCompletions,
+        base_url: "http://127.0.0.1:1".into(),
+        context_window: 1_000,
+        max_output: 100,
+        reasoning: true,
+        cost: llm::ModelCost::default(),
+    };
+    app.on_event(&AgentEvent::ModelChange {
+        model: model.clone(),
+    });
+    assert_eq!(
+        (app.status.model.as_str(), app.status.context_window),
+        ("big", 1_000)
+    );
+    model.id = "small".into();
+    app.on_event(&AgentEvent::ModelChange { model });
+    app.on_event(&AgentEvent::ThinkingChange {
+        level: llm::ThinkingLevel::High,
+    });
+    assert_eq!(app.status.thinking, Some(llm::ThinkingLevel::High));
+    app.on_event(&AgentEvent::HistoryReset {
+        messages: history(),
+        reason: agent_core::ResetReason::Resume,
+        session: None,
+    });
+    assert!(matches!(&app.cells[0].kind, CellKind::User(u) if u == "list"));
+    assert!(
+        matches!(&app.cells.last().unwrap().kind, CellKind::Notice(n) if n.starts_with("Resumed"))
+    );
+}

@@ -1,7 +1,7 @@
 //! What the user sees, as TestBackend snapshots: every cell type, the queue, popups, narrow and
 //! wide terminals.
 
-use agent_core::{AgentEvent, AgentMessage, QueueKind, RunSummary, ToolOutcome};
+use agent_core::{AgentEvent, AgentMessage, QueueKind, RunSummary, ToolOutcome, ToolView};
 use llm::{AssistantBuilder, StopReason, StreamEvent, ToolResultMessage, Usage, UserContent};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -10,6 +10,24 @@ use tui::app::App;
 use tui::input::InputState;
 use tui::popup::Popup;
 use tui::status::Status;
+
+/// An app that knows the built-in tools' views, as the binary tells it.
+fn app() -> App {
+    let mut app = App::new(status());
+    app.tool_views = [
+        ("bash", ToolView::Shell),
+        ("edit", ToolView::Diff),
+        ("write", ToolView::Diff),
+        ("read", ToolView::Read),
+        ("grep", ToolView::Search),
+        ("find", ToolView::Find),
+        ("ls", ToolView::List),
+    ]
+    .into_iter()
+    .map(|(name, view)| (name.to_string(), view))
+    .collect();
+    app
+}
 
 fn status() -> Status {
     Status {
@@ -101,7 +119,7 @@ fn tool(id: &str, name: &str, args: Value, result: Option<(&str, bool, Value)>) 
 }
 
 fn conversation() -> App {
-    let mut app = App::new(status());
+    let mut app = app();
     let mut events = vec![
         AgentEvent::AgentStart,
         user("Fix the failing test and explain."),
@@ -192,7 +210,7 @@ fn thinking_hidden_and_tools_expanded() {
 
 #[test]
 fn a_running_command_with_queued_messages() {
-    let mut app = App::new(status());
+    let mut app = app();
     let mut events = vec![AgentEvent::AgentStart, user("Build it")];
     events.extend(tool(
         "c1",
@@ -224,7 +242,7 @@ fn a_running_command_with_queued_messages() {
 
 #[test]
 fn the_command_popup() {
-    let mut app = App::new(status());
+    let mut app = app();
     app.editor.set_text("/c");
     let mut input = InputState::default();
     input.popup = Popup::for_text("/c", &[]);
@@ -233,7 +251,7 @@ fn the_command_popup() {
 
 #[test]
 fn the_file_popup() {
-    let mut app = App::new(status());
+    let mut app = app();
     app.editor.set_text("explain @mark");
     let files: Vec<String> = [
         "src/main.rs",

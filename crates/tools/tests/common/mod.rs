@@ -9,7 +9,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub fn tool(dir: &Path, name: &str) -> Arc<dyn Tool> {
-    tools::tools_named(dir, &[name]).unwrap().remove(0)
+    tools::build(dir, &tools::ToolOptions::default(), Some(&[name]))
+        .unwrap()
+        .remove(0)
 }
 
 /// Runs the tool after checking the arguments against its schema, like the loop does.

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use agent_core::ToolView;
 use llm::ToolResultMessage;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -21,6 +22,8 @@ const DIM: Style = Style::new().fg(Color::DarkGray);
 pub struct ToolCell {
     pub id: String,
     pub name: String,
+    /// How the tool asked to be shown.
+    pub view: ToolView,
     pub args: Value,
     /// Latest partial output (bash).
     pub partial: String,
@@ -29,10 +32,11 @@ pub struct ToolCell {
 }
 
 impl ToolCell {
-    pub fn new(id: &str, name: &str, args: Value) -> Self {
+    pub fn new(id: &str, name: &str, view: ToolView, args: Value) -> Self {
         Self {
             id: id.to_string(),
             name: name.to_string(),
+            view,
             args,
             partial: String::new(),
             result: None,
@@ -44,10 +48,10 @@ impl ToolCell {
         let width = usize::from(view.width);
         let mut out = wrap(&self.header(), width, 2);
         let body = match &self.result {
-            Some(result) if result.is_error && self.name != "bash" => error_body(result),
-            _ => match self.name.as_str() {
-                "bash" => self.bash_body(view.expand_tools),
-                "edit" | "write" => self.diff_body(view.expand_tools),
+            Some(result) if result.is_error && self.view != ToolView::Shell => error_body(result),
+            _ => match self.view {
+                ToolView::Shell => self.bash_body(view.expand_tools),
+                ToolView::Diff => self.diff_body(view.expand_tools),
                 _ => self.summary_body(),
             },
         };
@@ -73,9 +77,9 @@ impl ToolCell {
                 .unwrap_or_default()
                 .to_string()
         };
-        let detail = match self.name.as_str() {
-            "bash" => format!("$ {}", arg("command").lines().next().unwrap_or_default()),
-            "read" => {
+        let detail = match self.view {
+            ToolView::Shell => format!("$ {}", arg("command").lines().next().unwrap_or_default()),
+            ToolView::Read => {
                 let path = arg("path");
                 match (
                     self.args.get("offset").and_then(Value::as_u64),
@@ -88,17 +92,17 @@ impl ToolCell {
                     _ => path,
                 }
             }
-            "write" | "edit" => arg("path"),
-            "grep" => {
+            ToolView::Diff => arg("path"),
+            ToolView::Search => {
                 let mut d = format!("\"{}\" in {}", arg("pattern"), or_dot(arg("path")));
                 if let Some(glob) = self.args.get("glob").and_then(Value::as_str) {
                     d.push_str(&format!(" ({glob})"));
                 }
                 d
             }
-            "find" => format!("{} in {}", arg("pattern"), or_dot(arg("path"))),
-            "ls" => or_dot(arg("path")),
-            _ => self.args.to_string(),
+            ToolView::Find => format!("{} in {}", arg("pattern"), or_dot(arg("path"))),
+            ToolView::List => or_dot(arg("path")),
+            ToolView::Plain => self.args.to_string(),
         };
         Line::from(vec![
             Span::styled(format!("{glyph} "), Style::new().fg(color)),
@@ -186,14 +190,14 @@ impl ToolCell {
         };
         let details = result.details.clone().unwrap_or(Value::Null);
         let n = |k: &str| details.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let text = match self.name.as_str() {
-            "read" if details.get("image").is_some() => "image".to_string(),
-            "read" => format!("lines {}-{}", n("first_line"), n("last_line")),
-            "grep" if n("matches") == 0 => "no matches".to_string(),
-            "grep" => format!("{} matches in {} files", n("matches"), n("files")),
-            "find" => format!("{} results", n("results")),
-            "ls" => format!("{} entries", n("entries")),
-            _ => first_line(&result.text()),
+        let text = match self.view {
+            ToolView::Read if details.get("image").is_some() => "image".to_string(),
+            ToolView::Read => format!("lines {}-{}", n("first_line"), n("last_line")),
+            ToolView::Search if n("matches") == 0 => "no matches".to_string(),
+            ToolView::Search => format!("{} matches in {} files", n("matches"), n("files")),
+            ToolView::Find => format!("{} results", n("results")),
+            ToolView::List => format!("{} entries", n("entries")),
+            ToolView::Shell | ToolView::Diff | ToolView::Plain => first_line(&result.text()),
         };
         vec![Line::styled(text, DIM)]
     }

@@ -1,0 +1,176 @@
+//! The one table of built-in tools. The model's tool list, the system prompt's tool section,
+//! `--tools` validation and the names the UI knows all come from here: adding a tool is its
+//! file plus one line in [`REGISTRY`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_core::Tool;
+
+use crate::paths::FileLocks;
+use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
+
+/// What every tool of one agent is made with.
+pub(crate) struct Workspace {
+    pub cwd: PathBuf,
+    /// Shared by the tools that write, so two mutations of one file never interleave.
+    pub locks: FileLocks,
+    pub options: ToolOptions,
+}
+
+/// A built-in tool.
+pub struct ToolEntry {
+    pub name: &'static str,
+    /// The tool's lines in the system prompt's "Tools" section: when to use it.
+    pub guidance: &'static str,
+    make: fn(&Workspace) -> Arc<dyn Tool>,
+}
+
+/// Every built-in tool, in the order the model sees them.
+pub static REGISTRY: [ToolEntry; 7] = [
+    ToolEntry {
+        name: "read",
+        guidance: "read a file (text or image), with an optional line offset and limit for \
+                   long files. Read before you edit, and rather than cat in bash.",
+        make: |w| Arc::new(ReadTool::new(w.cwd.clone())),
+    },
+    ToolEntry {
+        name: "write",
+        guidance: "create a file or replace all of its content. Prefer edit for changes to \
+                   existing files.",
+        make: |w| Arc::new(WriteTool::new(w.cwd.clone(), w.locks.clone())),
+    },
+    ToolEntry {
+        name: "edit",
+        guidance: "replace an exact piece of text in a file with new text. The old text must \
+                   match the file exactly and once; include enough surrounding lines to make it \
+                   unique.",
+        make: |w| Arc::new(EditTool::new(w.cwd.clone(), w.locks.clone())),
+    },
+    ToolEntry {
+        name: "bash",
+        guidance: "run a shell command in the working directory (build, test, git, ...). \
+                   Output is truncated when long; avoid commands that wait for input or never \
+                   end.",
+        make: |w| {
+            Arc::new(BashTool::with_options(
+                w.cwd.clone(),
+                w.options.bash.clone(),
+            ))
+        },
+    },
+    ToolEntry {
+        name: "grep",
+        guidance: "search file contents with a regular expression; respects .gitignore. Use \
+                   it rather than grep in bash.",
+        make: |w| Arc::new(GrepTool::new(w.cwd.clone())),
+    },
+    ToolEntry {
+        name: "find",
+        guidance: "find files by glob pattern; respects .gitignore. Use it rather than find \
+                   in bash.",
+        make: |w| Arc::new(FindTool::new(w.cwd.clone())),
+    },
+    ToolEntry {
+        name: "ls",
+        guidance: "list a directory.",
+        make: |w| Arc::new(LsTool::new(w.cwd.clone())),
+    },
+];
+
+/// A name `--tools` does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool `{name}`; the tools are {}", known().join(", "))]
+pub struct UnknownTool {
+    pub name: String,
+}
+
+fn known() -> Vec<&'static str> {
+    REGISTRY.iter().map(|t| t.name).collect()
+}
+
+/// The built-in tools working in `cwd`: all of them, or the ones `only` names (in the
+/// registry's order).
+pub fn build(
+    cwd: impl Into<PathBuf>,
+    options: &ToolOptions,
+    only: Option<&[&str]>,
+) -> Result<Vec<Arc<dyn Tool>>, UnknownTool> {
+    if let Some(unknown) = only
+        .into_iter()
+        .flatten()
+        .find(|name| REGISTRY.iter().all(|t| t.name != **name))
+    {
+        return Err(UnknownTool {
+            name: unknown.to_string(),
+        });
+    }
+    let workspace = Workspace {
+        cwd: cwd.into(),
+        locks: FileLocks::default(),
+        options: options.clone(),
+    };
+    Ok(REGISTRY
+        .iter()
+        .filter(|t| only.is_none_or(|names| names.contains(&t.name)))
+        .map(|t| (t.make)(&workspace))
+        .collect())
+}
+
+/// The system prompt's tool section for the tools the model has: one line each, and nothing
+/// about the ones it does not have.
+pub fn prompt_section(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "You have no tools: answer from what the user tells you.".to_string();
+    }
+    let mut out: Vec<String> = REGISTRY
+        .iter()
+        .filter(|t| names.contains(&t.name))
+        .map(|t| format!("- {}: {}", t.name, t.guidance))
+        .collect();
+    // Tools from elsewhere (MCP servers) describe themselves in their tool definitions.
+    out.extend(
+        names
+            .iter()
+            .filter(|n| REGISTRY.iter().all(|t| t.name != **n))
+            .map(|n| format!("- {n}: see its description.")),
+    );
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_makes_the_tool_it_names() {
+        let tools = build("/tmp", &ToolOptions::default(), None).unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, known());
+    }
+
+    #[test]
+    fn only_the_named_tools_in_registry_order() {
+        let tools = build("/tmp", &ToolOptions::default(), Some(&["ls", "read"])).unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["read", "ls"]);
+        let Err(err) = build("/tmp", &ToolOptions::default(), Some(&["read", "rm"])) else {
+            panic!("rm is not a tool")
+        };
+        assert_eq!(
+            err.to_string(),
+            "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls"
+        );
+    }
+
+    #[test]
+    fn the_prompt_describes_only_the_tools_the_model_has() {
+        let section = prompt_section(&["read", "grep"]);
+        assert!(section.starts_with("- read: read a file"), "{section}");
+        assert!(section.contains("- grep: search"), "{section}");
+        for absent in ["write", "edit", "bash", "find", "ls:"] {
+            assert!(!section.contains(&format!("- {absent}")), "{section}");
+        }
+        assert!(prompt_section(&[]).contains("no tools"));
+    }
+}
