@@ -25,15 +25,16 @@ pub struct Cli {
     /// A one-off endpoint: the model is reached at this URL with --api.
     #[arg(long, env = "CODING_AGENT_BASE_URL")]
     pub base_url: Option<String>,
-    /// Wire API of --base-url.
-    #[arg(long, value_enum)]
-    pub api: Option<ApiArg>,
+    /// Wire API of --base-url: openai-completions (the default), openai-responses or
+    /// anthropic-messages.
+    #[arg(long, value_name = "API")]
+    pub api: Option<llm::Api>,
     /// API key for this run (else the provider's environment variable or the config).
     #[arg(long, hide_env_values = true)]
     pub api_key: Option<String>,
     /// off, minimal, low, medium or high.
-    #[arg(long, value_enum)]
-    pub thinking: Option<ThinkingArg>,
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<llm::ThinkingLevel>,
     /// Only these tools, comma-separated (read,write,edit,bash,grep,find,ls); empty for none.
     #[arg(long, value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
@@ -67,44 +68,6 @@ pub enum Mode {
     Interactive,
     Json,
     Rpc,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApiArg {
-    OpenaiCompletions,
-    OpenaiResponses,
-    AnthropicMessages,
-}
-
-impl From<ApiArg> for llm::Api {
-    fn from(api: ApiArg) -> Self {
-        match api {
-            ApiArg::OpenaiCompletions => llm::Api::OpenaiCompletions,
-            ApiArg::OpenaiResponses => llm::Api::OpenaiResponses,
-            ApiArg::AnthropicMessages => llm::Api::AnthropicMessages,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ThinkingArg {
-    Off,
-    Minimal,
-    Low,
-    Medium,
-    High,
-}
-
-impl From<ThinkingArg> for llm::ThinkingLevel {
-    fn from(level: ThinkingArg) -> Self {
-        match level {
-            ThinkingArg::Off => Self::Off,
-            ThinkingArg::Minimal => Self::Minimal,
-            ThinkingArg::Low => Self::Low,
-            ThinkingArg::Medium => Self::Medium,
-            ThinkingArg::High => Self::High,
-        }
-    }
 }
 
 const AFTER_HELP: &str = "\

@@ -106,7 +106,6 @@ pub fn build(
     check_key(&model, cli, &router)?;
     let thinking = cli
         .thinking
-        .map(ThinkingLevel::from)
         .or(resumed.as_ref().map(|s| s.thinking))
         .or(config.thinking)
         .unwrap_or(ThinkingLevel::Off);
@@ -295,7 +294,6 @@ pub fn resolve_model(
             provider,
             api: cli
                 .api
-                .map(Api::from)
                 .or(known.as_ref().map(|m| m.api))
                 .unwrap_or(Api::OpenaiCompletions),
             base_url: url.clone(),
@@ -479,14 +477,10 @@ pub fn list_models(registry: &Registry) -> String {
         "MODEL                                      API                  CONTEXT   $IN/M  $OUT/M\n",
     );
     for m in registry.models() {
-        let api = serde_json::to_value(m.api)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         out.push_str(&format!(
             "{:<42} {:<20} {:>7}  {:>6.2}  {:>6.2}\n",
             format!("{}/{}", m.provider, m.id),
-            api,
+            m.api.to_string(),
             m.context_window,
             m.cost.input,
             m.cost.output

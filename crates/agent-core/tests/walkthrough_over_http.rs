@@ -11,7 +11,7 @@ use agent_core::{
     Agent, AgentConfig, AgentEvent, AgentMessage, Tool, ToolContext, ToolError, ToolOutput,
 };
 use async_trait::async_trait;
-use llm::openai_completions::OpenAiCompletions;
+
 use llm::{Api, Model, ModelCost, StopReason};
 use mock_llm::{Fault, MockServer, Reply, Script};
 use serde_json::{Value, json};
@@ -113,7 +113,7 @@ async fn prompt_tool_steer_follow_up_abort_and_resume_over_http() {
         reasoning: false,
         cost: ModelCost::default(),
     };
-    let mut config = AgentConfig::new(model, Arc::new(OpenAiCompletions::default()));
+    let mut config = AgentConfig::new(model, Arc::new(llm::Router::new()));
     config.tools.push(Arc::new(Gate(gate.clone())));
     let agent = Agent::spawn(config);
     let mut events = agent.subscribe();

@@ -7,48 +7,26 @@
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Failure, WireRequest};
-use crate::sse::{self, Flow, WireParser};
+use crate::http::{Failure, WireRequest};
+use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
     StreamEvent, StreamOptions, ThinkingLevel, Usage, UserContent,
 };
 
 /// The API version this client speaks.
 const VERSION: &str = "2023-06-01";
 
-/// Client for the Anthropic messages wire API.
-#[derive(Clone)]
-pub struct Anthropic {
-    client: reqwest::Client,
-}
-
-impl Default for Anthropic {
-    fn default() -> Self {
-        Self {
-            client: http::client(),
-        }
+/// The request for one call: `POST {base_url}/messages` with the version and key headers.
+pub(crate) fn request(model: &Model, context: &Context, options: &StreamOptions) -> WireRequest {
+    let url = format!("{}/messages", model.base_url.trim_end_matches('/'));
+    let mut request = WireRequest::post(url, request_body(model, context, options), options);
+    request.header("anthropic-version", VERSION.to_string());
+    if let Some(key) = &options.api_key {
+        request.header("x-api-key", key.clone());
     }
-}
-
-impl Provider for Anthropic {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-        cancel: CancellationToken,
-    ) -> EventStream {
-        let url = format!("{}/messages", model.base_url.trim_end_matches('/'));
-        let mut request = WireRequest::post(url, request_body(model, &context, &options), &options);
-        request.header("anthropic-version", VERSION.to_string());
-        if let Some(key) = &options.api_key {
-            request.header("x-api-key", key.clone());
-        }
-        sse::spawn(self.client.clone(), model, options, request, cancel)
-    }
+    request
 }
 
 /// State carried across the events of one message.
@@ -163,7 +141,7 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> Result<Flow, Failure> {
-        let event = sse::json(data, &self.provider)?;
+        let event = parse::json(data, &self.provider)?;
         match event["type"].as_str().unwrap_or_default() {
             "message_start" => {
                 if let Some(usage) = event.pointer("/message/usage") {

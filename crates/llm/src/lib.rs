@@ -1,19 +1,21 @@
 //! Provider layer: the wire messages every provider understands, the one streaming event
-//! interface, and the provider clients that map each wire API onto it.
+//! interface, and the wire APIs (one table, `wire`) that map each provider protocol onto it;
+//! [`Router`] is the one provider that sends a call through the wire API of its model.
 //!
 //! A provider stream never fails as a Rust error: transport failures, HTTP errors and malformed
 //! data arrive as a final [`StreamEvent::Error`] carrying an assistant message whose
 //! `stop_reason` is [`StopReason::Error`].
 
-pub mod anthropic;
+mod anthropic;
 mod builder;
 mod event;
 mod eventsource;
 mod http;
 mod message;
 mod model;
-pub mod openai_completions;
-pub mod openai_responses;
+mod openai_completions;
+mod openai_responses;
+mod parse;
 mod partial_json;
 mod provider;
 mod registry;
@@ -21,6 +23,7 @@ mod retry;
 mod router;
 mod sse;
 mod url;
+mod wire;
 
 pub use builder::AssistantBuilder;
 pub use event::StreamEvent;
@@ -29,7 +32,7 @@ pub use message::{
     AssistantContent, AssistantMessage, ErrorKind, ImageContent, InvalidArguments, Message,
     StopReason, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, now_millis,
 };
-pub use model::{Api, Model, ModelCost, ThinkingLevel};
+pub use model::{Api, Model, ModelCost, ThinkingLevel, UnknownThinkingLevel};
 pub use partial_json::parse_partial_json;
 pub use provider::{Context, EventStream, Provider, StreamOptions, ToolSpec};
 pub use registry::{ProviderEntry, Registry, RegistryError};
@@ -37,3 +40,4 @@ pub use retry::RetryPolicy;
 pub use router::{Router, api_key_env};
 pub use sse::replay;
 pub use url::{BaseUrlError, check_base_url, is_local_url};
+pub use wire::UnknownApi;

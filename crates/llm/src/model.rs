@@ -57,3 +57,51 @@ pub enum ThinkingLevel {
     Medium,
     High,
 }
+
+impl ThinkingLevel {
+    /// Every level, least thinking first.
+    pub const ALL: [ThinkingLevel; 5] = [
+        ThinkingLevel::Off,
+        ThinkingLevel::Minimal,
+        ThinkingLevel::Low,
+        ThinkingLevel::Medium,
+        ThinkingLevel::High,
+    ];
+
+    /// As written in config and flags (`off`, `medium`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
+impl std::fmt::Display for ThinkingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A thinking level name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown thinking level `{name}`; the levels are off, minimal, low, medium, high")]
+pub struct UnknownThinkingLevel {
+    pub name: String,
+}
+
+impl std::str::FromStr for ThinkingLevel {
+    type Err = UnknownThinkingLevel;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.name() == name.trim())
+            .ok_or_else(|| UnknownThinkingLevel {
+                name: name.to_string(),
+            })
+    }
+}

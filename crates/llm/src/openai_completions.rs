@@ -7,44 +7,22 @@
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Failure, WireRequest};
-use crate::sse::{self, Flow, WireParser};
+use crate::http::{Failure, WireRequest};
+use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
     StreamEvent, StreamOptions, ThinkingLevel, Usage, UserContent,
 };
 
-/// Client for the chat-completions wire API.
-#[derive(Clone)]
-pub struct OpenAiCompletions {
-    client: reqwest::Client,
-}
-
-impl Default for OpenAiCompletions {
-    fn default() -> Self {
-        Self {
-            client: http::client(),
-        }
+/// The request for one call: `POST {base_url}/chat/completions` with a bearer key.
+pub(crate) fn request(model: &Model, context: &Context, options: &StreamOptions) -> WireRequest {
+    let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
+    let mut request = WireRequest::post(url, request_body(model, context, options), options);
+    if let Some(key) = &options.api_key {
+        request.header("authorization", format!("Bearer {key}"));
     }
-}
-
-impl Provider for OpenAiCompletions {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-        cancel: CancellationToken,
-    ) -> EventStream {
-        let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
-        let mut request = WireRequest::post(url, request_body(model, &context, &options), &options);
-        if let Some(key) = &options.api_key {
-            request.header("authorization", format!("Bearer {key}"));
-        }
-        sse::spawn(self.client.clone(), model, options, request, cancel)
-    }
+    request
 }
 
 /// State carried across chunks of one response.
@@ -82,7 +60,7 @@ impl WireParser for Parser {
         if data == "[DONE]" {
             return Ok(Flow::Finished);
         }
-        let chunk = sse::json(data, &self.provider)?;
+        let chunk = parse::json(data, &self.provider)?;
         if let Some(reason) = stream_error(&chunk) {
             return Err(Failure::from_provider(format!(
                 "{}: {reason}",

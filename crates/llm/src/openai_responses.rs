@@ -6,45 +6,23 @@
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Failure, WireRequest};
+use crate::http::{Failure, WireRequest};
 use crate::openai_completions::{output_limit, reasoning_effort};
-use crate::sse::{self, Flow, WireParser};
+use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, EventStream, Message, Model, Provider, StopReason,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
     StreamEvent, StreamOptions, Usage, UserContent,
 };
 
-/// Client for the responses wire API.
-#[derive(Clone)]
-pub struct OpenAiResponses {
-    client: reqwest::Client,
-}
-
-impl Default for OpenAiResponses {
-    fn default() -> Self {
-        Self {
-            client: http::client(),
-        }
+/// The request for one call: `POST {base_url}/responses` with a bearer key.
+pub(crate) fn request(model: &Model, context: &Context, options: &StreamOptions) -> WireRequest {
+    let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
+    let mut request = WireRequest::post(url, request_body(model, context, options), options);
+    if let Some(key) = &options.api_key {
+        request.header("authorization", format!("Bearer {key}"));
     }
-}
-
-impl Provider for OpenAiResponses {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-        cancel: CancellationToken,
-    ) -> EventStream {
-        let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
-        let mut request = WireRequest::post(url, request_body(model, &context, &options), &options);
-        if let Some(key) = &options.api_key {
-            request.header("authorization", format!("Bearer {key}"));
-        }
-        sse::spawn(self.client.clone(), model, options, request, cancel)
-    }
+    request
 }
 
 /// State carried across the events of one response.
@@ -137,7 +115,7 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> Result<Flow, Failure> {
-        let event = sse::json(data, &self.provider)?;
+        let event = parse::json(data, &self.provider)?;
         let delta = || str_at(&event, "delta").filter(|d| !d.is_empty());
         match str_at(&event, "type").unwrap_or_default() {
             "response.output_text.delta" | "response.refusal.delta" => {

@@ -4,21 +4,26 @@ use std::collections::HashMap;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::anthropic::Anthropic;
-use crate::openai_completions::OpenAiCompletions;
-use crate::openai_responses::OpenAiResponses;
-use crate::{Api, Context, EventStream, Model, Provider, StreamOptions};
+use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wire};
 
-/// Routes each call to the client of `model.api`. The API key is, in order: the one in the
+/// Sends each call through the wire API of `model.api` (see `wire`). The API key is, in order: the one in the
 /// call's options, one set with [`with_key`](Self::with_key) for the model's provider, or the
 /// provider's environment variable (see [`api_key_env`]).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Router {
-    completions: OpenAiCompletions,
-    responses: OpenAiResponses,
-    anthropic: Anthropic,
+    client: reqwest::Client,
     keys: HashMap<String, String>,
     headers: HashMap<String, Vec<(String, String)>>,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Self {
+            client: http::client(),
+            keys: HashMap::new(),
+            headers: HashMap::new(),
+        }
+    }
 }
 
 impl Router {
@@ -102,11 +107,10 @@ impl Provider for Router {
         if let Some(headers) = self.headers.get(&model.provider) {
             options.headers.extend(headers.iter().cloned());
         }
-        match model.api {
-            Api::OpenaiCompletions => self.completions.stream(model, context, options, cancel),
-            Api::OpenaiResponses => self.responses.stream(model, context, options, cancel),
-            Api::AnthropicMessages => self.anthropic.stream(model, context, options, cancel),
-        }
+        let wire = wire::of(model.api);
+        let request = (wire.request)(model, &context, &options);
+        let parser = (wire.parser)(model.provider.clone());
+        sse::spawn(self.client.clone(), model, options, request, parser, cancel)
     }
 }
 

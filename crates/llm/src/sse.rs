@@ -9,76 +9,21 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::eventsource::{Decoder, TooLarge};
 use crate::http::{self, Failure, Sender, WireRequest};
-use crate::{
-    Api, AssistantBuilder, EventStream, Model, StopReason, StreamEvent, StreamOptions, anthropic,
-    openai_completions, openai_responses,
-};
+use crate::parse::{Flow, WireParser};
+use crate::{AssistantBuilder, EventStream, Model, StopReason, StreamEvent, StreamOptions, wire};
 
-/// Whether the wire stream goes on after an event.
-pub(crate) enum Flow {
-    Continue,
-    /// The terminal event arrived: the reply is complete.
-    Finished,
-}
-
-/// Maps one wire API's events onto [`StreamEvent`]s.
-pub(crate) trait WireParser: Send {
-    /// The terminal event's name, for the error when a stream ends without it.
-    fn terminal(&self) -> &'static str;
-
-    /// Handles one SSE event (`name` is the `event:` field, `message` when absent). Events to
-    /// emit go to `out`; an `Err` ends the stream with that failure.
-    fn event(
-        &mut self,
-        name: &str,
-        data: &str,
-        builder: &mut AssistantBuilder,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Flow, Failure>;
-
-    /// The closing event once the terminal event arrived; may emit final events (tool-call
-    /// ends) to `out` first.
-    fn finish(
-        &mut self,
-        model: &Model,
-        builder: &mut AssistantBuilder,
-        out: &mut Vec<StreamEvent>,
-    ) -> StreamEvent;
-}
-
-/// The parser of `model.api`.
-fn parser_for(model: &Model) -> Box<dyn WireParser> {
-    let provider = model.provider.clone();
-    match model.api {
-        Api::OpenaiCompletions => Box::new(openai_completions::Parser::new(provider)),
-        Api::OpenaiResponses => Box::new(openai_responses::Parser::new(provider)),
-        Api::AnthropicMessages => Box::new(anthropic::Parser::new(provider)),
-    }
-}
-
-/// Parses `data` as JSON; anything else is a malformed stream.
-pub(crate) fn json(data: &str, provider: &str) -> Result<Value, Failure> {
-    serde_json::from_str(data).map_err(|err| Failure {
-        reason: format!(
-            "{provider} sent malformed data ({err}): {}",
-            http::snippet(data)
-        ),
-        kind: None,
-    })
-}
-
-/// Sends `request` and streams the response through the parser of `model.api`.
+/// Sends `request` and streams the response through `parser`.
 pub(crate) fn spawn(
     client: reqwest::Client,
     model: &Model,
     options: StreamOptions,
     request: WireRequest,
+    parser: Box<dyn WireParser>,
     cancel: CancellationToken,
 ) -> EventStream {
     let (tx, rx) = mpsc::channel(64);
@@ -86,7 +31,15 @@ pub(crate) fn spawn(
     tokio::spawn(async move {
         let mut builder = AssistantBuilder::new(&model.id, &model.provider);
         let sender = Sender::new(tx);
-        let run = request_and_drive(&client, &model, &options, &request, &mut builder, &sender);
+        let run = request_and_drive(
+            &client,
+            &model,
+            &options,
+            &request,
+            parser,
+            &mut builder,
+            &sender,
+        );
         let last = tokio::select! {
             biased;
             _ = cancel.cancelled() => builder.failed(StopReason::Aborted, http::ABORTED),
@@ -102,6 +55,7 @@ async fn request_and_drive(
     model: &Model,
     options: &StreamOptions,
     request: &WireRequest,
+    mut parser: Box<dyn WireParser>,
     builder: &mut AssistantBuilder,
     sender: &Sender,
 ) -> StreamEvent {
@@ -115,7 +69,6 @@ async fn request_and_drive(
     if !sender.send(StreamEvent::Start).await {
         return builder.failed(StopReason::Aborted, http::ABORTED);
     }
-    let mut parser = parser_for(model);
     let origin = Origin::of(&response);
     let body = response.bytes_stream();
     drive(
@@ -140,7 +93,7 @@ pub fn replay(model: &Model, chunks: Vec<Bytes>) -> EventStream {
         let sender = Sender::new(tx);
         sender.send(StreamEvent::Start).await;
         let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-        let mut parser = parser_for(&model);
+        let mut parser = (wire::of(model.api).parser)(model.provider.clone());
         let idle = StreamOptions::default().idle_timeout;
         let last = drive(
             body,

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use llm::openai_completions::OpenAiCompletions;
+
 use llm::{
     Api, AssistantMessage, Context, Message, Model, ModelCost, Provider, RetryPolicy, StopReason,
     StreamEvent, StreamOptions, ToolSpec, UserMessage,
@@ -59,7 +59,7 @@ async fn collect(
         ..Default::default()
     };
     let mut stream =
-        OpenAiCompletions::default().stream(&model(server), context(), options, cancel);
+        llm::Router::new().stream(&model(server), context(), options, cancel);
     let mut events = Vec::new();
     while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
@@ -241,7 +241,7 @@ async fn unreachable_servers_are_an_error_event() {
         ..Default::default()
     };
     let mut stream =
-        OpenAiCompletions::default().stream(&m, context(), options, CancellationToken::new());
+        llm::Router::new().stream(&m, context(), options, CancellationToken::new());
     let Some(StreamEvent::Error { message }) = stream.next().await else {
         panic!()
     };
@@ -260,7 +260,7 @@ async fn cancelling_stops_the_stream_at_once_and_closes_the_connection() {
         .with_fault(Fault::Stall { after: 4 });
     let server = serve(vec![reply]).await;
     let cancel = CancellationToken::new();
-    let mut stream = OpenAiCompletions::default().stream(
+    let mut stream = llm::Router::new().stream(
         &model(&server),
         context(),
         StreamOptions::default(),
@@ -324,7 +324,7 @@ async fn history_is_sent_in_wire_format() {
         ],
         tools: vec![],
     };
-    let mut stream = OpenAiCompletions::default().stream(
+    let mut stream = llm::Router::new().stream(
         &model(&server),
         ctx,
         StreamOptions::default(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_core::{Agent, AgentConfig, AgentMessage, Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
-use llm::openai_completions::OpenAiCompletions;
+
 use llm::{Api, Model, ModelCost, ThinkingLevel};
 use mock_llm::{MockServer, Reply, Script};
 use serde_json::{Value, json};
@@ -57,7 +57,7 @@ fn first_replies() -> Vec<Reply> {
 }
 
 fn agent(url: String, system_prompt: &str, messages: Vec<AgentMessage>) -> Agent {
-    let mut config = AgentConfig::new(model(url), Arc::new(OpenAiCompletions::default()));
+    let mut config = AgentConfig::new(model(url), Arc::new(llm::Router::new()));
     config.system_prompt = system_prompt.to_string();
     config.tools.push(Arc::new(Echo));
     config.messages = messages;

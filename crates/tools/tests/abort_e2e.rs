@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{Agent, AgentConfig, AgentEvent, AgentMessage};
-use llm::openai_completions::OpenAiCompletions;
+
 use llm::{Api, Model, ModelCost};
 use mock_llm::{MockServer, Reply, Script};
 use serde_json::json;
@@ -33,7 +33,7 @@ async fn aborting_a_running_command_kills_its_group_and_pairs_the_call() {
         reasoning: false,
         cost: ModelCost::default(),
     };
-    let mut config = AgentConfig::new(model, Arc::new(OpenAiCompletions::default()));
+    let mut config = AgentConfig::new(model, Arc::new(llm::Router::new()));
     config.tools = tools::all_tools(dir.path());
     let agent = Agent::spawn(config);
     let mut events = agent.subscribe();

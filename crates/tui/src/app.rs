@@ -202,7 +202,7 @@ impl App {
                 self.status.thinking = Some(*level);
                 self.push_cell(CellKind::Notice(format!(
                     "Thinking: {}.",
-                    crate::status::level_name(*level)
+                    level
                 )));
             }
             AgentEvent::HistoryReset {

@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
 use crate::app::{Action, App};
-use crate::cells::CellKind;
-use crate::popup::{COMMANDS, ChoiceKind, Popup};
+use crate::popup::Popup;
 
 /// A second Ctrl+C within this time quits.
 const QUIT_WINDOW: Duration = Duration::from_millis(1500);
@@ -200,59 +199,11 @@ fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
         let (name, args) = trimmed
             .split_once(char::is_whitespace)
             .unwrap_or((trimmed, ""));
-        return command(app, name, args.trim());
+        return crate::commands::dispatch(app, name, args.trim());
     }
     if app.running {
         vec![Action::Steer(text)]
     } else {
         vec![Action::Prompt(text)]
     }
-}
-
-fn command(app: &mut App, name: &str, args: &str) -> Vec<Action> {
-    match name {
-        "/model" => vec![Action::Choose(ChoiceKind::Model)],
-        "/thinking" => vec![Action::Choose(ChoiceKind::Thinking)],
-        "/resume" => vec![Action::Choose(ChoiceKind::Session)],
-        "/new" => vec![Action::NewSession],
-        "/compact" => vec![Action::Compact(
-            (!args.is_empty()).then(|| args.to_string()),
-        )],
-        "/session" => vec![Action::SessionInfo],
-        "/quit" | "/exit" => vec![Action::Quit],
-        "/help" => {
-            app.push_cell(CellKind::Notice(help()));
-            Vec::new()
-        }
-        "/copy" => match app.last_answer() {
-            Some(text) => vec![Action::Copy(text)],
-            None => {
-                app.push_cell(CellKind::Notice("Nothing to copy yet.".into()));
-                Vec::new()
-            }
-        },
-        "/clear" => {
-            app.clear_transcript();
-            Vec::new()
-        }
-        unknown => {
-            app.push_cell(CellKind::Error(format!(
-                "Unknown command {unknown}; /help lists them."
-            )));
-            Vec::new()
-        }
-    }
-}
-
-fn help() -> String {
-    let mut text = String::from(
-        "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt · \
-         Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
-         PgUp/PgDn/Home/End scroll · Ctrl+O expand tool output · Ctrl+T show/hide thinking · \
-         Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",
-    );
-    for (name, what) in COMMANDS {
-        text.push_str(&format!("\n  {name}  {what}"));
-    }
-    text
 }

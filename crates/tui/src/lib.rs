@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod cells;
+pub mod commands;
 pub mod editor;
 pub mod highlight;
 pub mod host;

@@ -1,21 +1,6 @@
 //! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
 
-/// The slash commands that exist, with what they do.
-pub const COMMANDS: [(&str, &str); 10] = [
-    ("/help", "keys and commands"),
-    ("/model", "switch the model"),
-    ("/thinking", "set the thinking level"),
-    ("/new", "start a new session"),
-    ("/resume", "resume a saved session"),
-    (
-        "/compact",
-        "summarise older turns now (optional: what to keep)",
-    ),
-    ("/session", "this session: file, messages, tokens, cost"),
-    ("/copy", "copy the last answer to the clipboard"),
-    ("/clear", "clear the screen (the conversation stays)"),
-    ("/quit", "exit"),
-];
+use crate::commands::{self, COMMANDS};
 
 /// What a choice list picks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +34,7 @@ impl Popup {
     /// The popup for the editor text (cursor at its end), if any.
     pub fn for_text(text: &str, files: &[String]) -> Option<Self> {
         if text.starts_with('/') && !text.contains(char::is_whitespace) {
-            let matches: Vec<usize> = (0..COMMANDS.len())
-                .filter(|&i| COMMANDS[i].0.starts_with(text))
-                .collect();
+            let matches = commands::matching(text);
             return (!matches.is_empty()).then_some(Popup::Commands {
                 matches,
                 selected: 0,
@@ -98,7 +81,7 @@ impl Popup {
     pub fn accept(&self, text: &str) -> String {
         match self {
             Popup::Choice { .. } => text.to_string(),
-            Popup::Commands { matches, selected } => COMMANDS[matches[*selected]].0.to_string(),
+            Popup::Commands { matches, selected } => COMMANDS[matches[*selected]].name.to_string(),
             Popup::Files { matches, selected } => {
                 let cut = text.rfind('@').unwrap_or(text.len());
                 format!("{}@{} ", &text[..cut], matches[*selected])
@@ -111,7 +94,14 @@ impl Popup {
         match self {
             Popup::Commands { matches, .. } => matches
                 .iter()
-                .map(|&i| (COMMANDS[i].0.to_string(), COMMANDS[i].1.to_string()))
+                .map(|&i| {
+                    let command = &COMMANDS[i];
+                    let help = match command.args {
+                        "" => command.help.to_string(),
+                        args => format!("{args}  {}", command.help),
+                    };
+                    (command.name.to_string(), help)
+                })
                 .collect(),
             Popup::Files { matches, .. } => {
                 matches.iter().map(|f| (f.clone(), String::new())).collect()

@@ -19,7 +19,7 @@ use crate::cells::CellKind;
 use crate::host::Host;
 use crate::input::{self, InputState};
 use crate::popup::{ChoiceKind, Popup};
-use crate::status::{Status, level_name};
+use crate::status::Status;
 use crate::{terminal, ui};
 
 const FRAME: Duration = Duration::from_millis(16);
@@ -222,13 +222,6 @@ struct Choices {
     shell: CancellationToken,
 }
 
-const LEVELS: [ThinkingLevel; 5] = [
-    ThinkingLevel::Off,
-    ThinkingLevel::Minimal,
-    ThinkingLevel::Low,
-    ThinkingLevel::Medium,
-    ThinkingLevel::High,
-];
 
 fn perform(
     ctx: &Ctx<'_>,
@@ -312,7 +305,7 @@ fn perform(
             }
         }
         Action::Chose(ChoiceKind::Thinking, i) => {
-            if let Some(level) = LEVELS.get(i).copied() {
+            if let Some(level) = ThinkingLevel::ALL.get(i).copied() {
                 agent.set_thinking(level);
             }
         }
@@ -361,9 +354,9 @@ fn perform(
 }
 
 fn thinking_items() -> Vec<(String, String)> {
-    LEVELS
+    ThinkingLevel::ALL
         .iter()
-        .map(|l| (level_name(*l), String::new()))
+        .map(|l| (l.to_string(), String::new()))
         .collect()
 }
 

@@ -51,7 +51,7 @@ impl Status {
     fn parts(&self) -> Vec<(Part, String)> {
         let mut out = vec![(Part::Model, self.model.clone())];
         if let Some(level) = self.thinking {
-            out.push((Part::Thinking, format!("thinking {}", level_name(level))));
+            out.push((Part::Thinking, format!("thinking {level}")));
         }
         let mut place = self.cwd.clone();
         if let Some(branch) = &self.branch {
@@ -180,14 +180,6 @@ fn stop_name(reason: llm::StopReason) -> &'static str {
         llm::StopReason::Error => "error",
         llm::StopReason::Aborted => "aborted",
     }
-}
-
-/// The level as it is written in config and flags (`off`, `medium`, …).
-pub fn level_name(level: ThinkingLevel) -> String {
-    serde_json::to_value(level)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 pub fn tokens(n: u64) -> String {

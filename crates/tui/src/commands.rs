@@ -1,0 +1,174 @@
+//! The slash commands, in one table: the `/` popup, the dispatcher and `/help` all read it, so
+//! a new command is one entry here.
+
+use crate::app::{Action, App};
+use crate::cells::CellKind;
+use crate::popup::ChoiceKind;
+
+/// One slash command.
+pub struct SlashCommand {
+    pub name: &'static str,
+    /// Other names that run it.
+    pub aliases: &'static [&'static str],
+    /// What it takes after the name, as `/help` shows it (empty: nothing).
+    pub args: &'static str,
+    pub help: &'static str,
+    /// Runs it with the text after the name (trimmed).
+    pub run: fn(&mut App, &str) -> Vec<Action>,
+}
+
+pub static COMMANDS: [SlashCommand; 10] = [
+    SlashCommand {
+        name: "/help",
+        aliases: &[],
+        args: "",
+        help: "keys and commands",
+        run: |app, _| {
+            app.push_cell(CellKind::Notice(help()));
+            Vec::new()
+        },
+    },
+    SlashCommand {
+        name: "/model",
+        aliases: &[],
+        args: "",
+        help: "switch the model",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Model)],
+    },
+    SlashCommand {
+        name: "/thinking",
+        aliases: &[],
+        args: "",
+        help: "set the thinking level",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Thinking)],
+    },
+    SlashCommand {
+        name: "/new",
+        aliases: &[],
+        args: "",
+        help: "start a new session",
+        run: |_, _| vec![Action::NewSession],
+    },
+    SlashCommand {
+        name: "/resume",
+        aliases: &[],
+        args: "",
+        help: "resume a saved session",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Session)],
+    },
+    SlashCommand {
+        name: "/compact",
+        aliases: &[],
+        args: "[what to keep]",
+        help: "summarise older turns now",
+        run: |_, args| vec![Action::Compact((!args.is_empty()).then(|| args.to_string()))],
+    },
+    SlashCommand {
+        name: "/session",
+        aliases: &[],
+        args: "",
+        help: "this session: file, tokens, cost, the last run",
+        run: |_, _| vec![Action::SessionInfo],
+    },
+    SlashCommand {
+        name: "/copy",
+        aliases: &[],
+        args: "",
+        help: "copy the last answer to the clipboard",
+        run: |app, _| match app.last_answer() {
+            Some(text) => vec![Action::Copy(text)],
+            None => {
+                app.push_cell(CellKind::Notice("Nothing to copy yet.".into()));
+                Vec::new()
+            }
+        },
+    },
+    SlashCommand {
+        name: "/clear",
+        aliases: &[],
+        args: "",
+        help: "clear the screen (the conversation stays)",
+        run: |app, _| {
+            app.clear_transcript();
+            Vec::new()
+        },
+    },
+    SlashCommand {
+        name: "/quit",
+        aliases: &["/exit"],
+        args: "",
+        help: "exit",
+        run: |_, _| vec![Action::Quit],
+    },
+];
+
+/// The command named `name` (or one of its aliases).
+pub fn find(name: &str) -> Option<&'static SlashCommand> {
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// Runs `/name args`; an unknown name says so.
+pub fn dispatch(app: &mut App, name: &str, args: &str) -> Vec<Action> {
+    match find(name) {
+        Some(command) => (command.run)(app, args),
+        None => {
+            app.push_cell(CellKind::Error(format!(
+                "Unknown command {name}; /help lists them."
+            )));
+            Vec::new()
+        }
+    }
+}
+
+/// The commands whose name starts with `prefix`, by their index in [`COMMANDS`].
+pub fn matching(prefix: &str) -> Vec<usize> {
+    (0..COMMANDS.len())
+        .filter(|&i| COMMANDS[i].name.starts_with(prefix))
+        .collect()
+}
+
+fn help() -> String {
+    let mut text = String::from(
+        "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt · \
+         Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
+         PgUp/PgDn/Home/End scroll · Ctrl+O expand tool output · Ctrl+T show/hide thinking · \
+         Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",
+    );
+    for command in &COMMANDS {
+        let mut usage = command.name.to_string();
+        if !command.args.is_empty() {
+            usage.push(' ');
+            usage.push_str(command.args);
+        }
+        for alias in command.aliases {
+            usage.push_str(&format!(" (or {alias})"));
+        }
+        text.push_str(&format!("\n  {usage}  {}", command.help));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::Status;
+
+    #[test]
+    fn every_command_dispatches_and_is_in_help() {
+        let help = help();
+        for command in &COMMANDS {
+            assert!(help.contains(command.name), "{} in /help", command.name);
+            assert!(find(command.name).is_some());
+        }
+        let mut app = App::new(Status::default());
+        assert_eq!(dispatch(&mut app, "/exit", ""), [Action::Quit]);
+        assert_eq!(
+            dispatch(&mut app, "/compact", "keep the API"),
+            [Action::Compact(Some("keep the API".into()))]
+        );
+        assert!(dispatch(&mut app, "/frobnicate", "").is_empty());
+        assert!(matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate")));
+    }
+}
