@@ -335,3 +335,29 @@ fn session_files(home: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    server.push(waiting_tool(&session.flag()));
+    server.push(Reply::text("Steered answer."));
+    session.wait_for("Type a message");
+    session.type_text("first task");
+    session.send("\r");
+    session.wait_for("● bash");
+    session.type_text("use tabs");
+    session.send("\r");
+    session.wait_for("steer: use tabs");
+    session.type_text("then write docs");
+    session.send("\x1b\r");
+    session.wait_for("follow-up: then write docs");
+    session.send("\x1b");
+    // The agent, not the UI, decides: the steer starts the next run, the follow-up comes back.
+    session.wait_for("Steered answer.");
+    let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
+    assert_eq!(last_content(&requests[1].body), "use tabs");
+    session.wait_for("│then write docs");
+    assert!(!session.contents().contains("follow-up: then write docs"));
+}

@@ -36,6 +36,22 @@ pub enum CompactionOutcome {
     Failed { error: String },
 }
 
+/// Why a summary could not be made; the history stays as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactionError {
+    #[error("the summary was aborted")]
+    Aborted,
+    /// The summary request failed (the provider's message).
+    #[error("the summary request failed: {0}")]
+    Request(String),
+    #[error("the summary stream ended without a result")]
+    NoResult,
+    #[error("the summary was cut off by the output token limit")]
+    CutOff,
+    #[error("the model returned an empty summary")]
+    Empty,
+}
+
 /// Summarises older history so the context fits the model's window.
 #[async_trait]
 pub trait Compactor: Send + Sync + 'static {
@@ -58,7 +74,7 @@ pub trait Compactor: Send + Sync + 'static {
         model: &Model,
         instructions: Option<&str>,
         cancel: CancellationToken,
-    ) -> Result<CompactionSummary, String>;
+    ) -> Result<CompactionSummary, CompactionError>;
 }
 
 /// Replaces `messages[..replaced]` by the summary; the same edit on the run's copy and on the
@@ -113,7 +129,7 @@ pub(crate) async fn compact_history(
     );
     let result = tokio::select! {
         result = summarize => result,
-        _ = cancel.cancelled() => Err("compaction was aborted".to_string()),
+        _ = cancel.cancelled() => Err(CompactionError::Aborted),
     };
     let outcome = match result {
         Ok(summary) => {
@@ -123,7 +139,9 @@ pub(crate) async fn compact_history(
                 replaced: keep_from,
             }
         }
-        Err(error) => CompactionOutcome::Failed { error },
+        Err(error) => CompactionOutcome::Failed {
+            error: error.to_string(),
+        },
     };
     let compacted = matches!(outcome, CompactionOutcome::Compacted { .. });
     emit(AgentEvent::CompactionEnd { reason, outcome });

@@ -22,10 +22,12 @@ mod tool_exec;
 mod validate;
 
 pub use agent::{Agent, AgentConfig, AgentError, AgentSnapshot};
-pub use compaction::{CompactReason, CompactionOutcome, Compactor, is_context_overflow};
+pub use compaction::{
+    CompactReason, CompactionError, CompactionOutcome, Compactor, is_context_overflow,
+};
 pub use event::{AgentEvent, ResetReason, RunSummary, ToolOutcome, ToolRun};
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};
 pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
-pub use validate::validate_arguments;
+pub use validate::{InvalidArguments, validate_arguments};

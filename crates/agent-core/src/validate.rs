@@ -7,15 +7,22 @@
 
 use serde_json::Value;
 
-/// Validates `args` in place (converting quoted numbers and booleans); the error names the
+/// What is wrong with a tool call's arguments: one line per problem, each naming the
 /// offending path and what was expected.
-pub fn validate_arguments(schema: &Value, args: &mut Value) -> Result<(), String> {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", problems.join("; "))]
+pub struct InvalidArguments {
+    pub problems: Vec<String>,
+}
+
+/// Validates `args` in place (converting quoted numbers and booleans).
+pub fn validate_arguments(schema: &Value, args: &mut Value) -> Result<(), InvalidArguments> {
     let mut problems = Vec::new();
     check(schema, args, "", &mut problems);
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(problems.join("; "))
+        Err(InvalidArguments { problems })
     }
 }
 
@@ -166,7 +173,9 @@ mod tests {
     #[test]
     fn reports_missing_required_and_wrong_types() {
         let mut args = json!({"limit": "many", "mode": "c"});
-        let err = validate_arguments(&schema(), &mut args).unwrap_err();
+        let err = validate_arguments(&schema(), &mut args)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("missing required property `path`"), "{err}");
         assert!(err.contains("`limit` must be integer, got string"), "{err}");
         assert!(err.contains("`mode` must be one of"), "{err}");
@@ -175,7 +184,9 @@ mod tests {
     #[test]
     fn checks_nested_items() {
         let mut args = json!({"path": "a", "edits": [{"new_text": "y"}]});
-        let err = validate_arguments(&schema(), &mut args).unwrap_err();
+        let err = validate_arguments(&schema(), &mut args)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`edits[0].old_text`"), "{err}");
     }
 
@@ -190,6 +201,6 @@ mod tests {
     fn arguments_must_be_an_object() {
         let mut args = json!("path");
         let err = validate_arguments(&schema(), &mut args).unwrap_err();
-        assert_eq!(err, "arguments must be object, got string");
+        assert_eq!(err.to_string(), "arguments must be object, got string");
     }
 }

@@ -51,13 +51,15 @@ impl Compactor for TestCompactor {
         _: &Model,
         instructions: Option<&str>,
         _: CancellationToken,
-    ) -> Result<CompactionSummary, String> {
+    ) -> Result<CompactionSummary, agent_core::CompactionError> {
         self.calls
             .lock()
             .unwrap()
             .push((keep_from, instructions.map(String::from)));
         if self.fail {
-            return Err("the summary request failed".into());
+            return Err(agent_core::CompactionError::Request(
+                "the provider said no".into(),
+            ));
         }
         Ok(CompactionSummary {
             summary: format!("summary of {keep_from} messages"),

@@ -235,7 +235,7 @@ impl Compactor for Shortener {
         _: &Model,
         _: Option<&str>,
         _: CancellationToken,
-    ) -> Result<CompactionSummary, String> {
+    ) -> Result<CompactionSummary, agent_core::CompactionError> {
         tokio::task::yield_now().await;
         Ok(CompactionSummary {
             summary: format!("{keep_from} messages"),

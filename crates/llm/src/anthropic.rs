@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::http::{Failure, WireRequest};
 use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
-    StreamEvent, StreamOptions, ThinkingLevel, Usage, UserContent,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
+    StreamOptions, ThinkingLevel, Usage, UserContent,
 };
 
 /// The API version this client speaks.

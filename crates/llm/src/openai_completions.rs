@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::http::{Failure, WireRequest};
 use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
-    StreamEvent, StreamOptions, ThinkingLevel, Usage, UserContent,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
+    StreamOptions, ThinkingLevel, Usage, UserContent,
 };
 
 /// The request for one call: `POST {base_url}/chat/completions` with a bearer key.

@@ -11,8 +11,8 @@ use crate::http::{Failure, WireRequest};
 use crate::openai_completions::{output_limit, reasoning_effort};
 use crate::parse::{self, Flow, WireParser};
 use crate::{
-    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason,
-    StreamEvent, StreamOptions, Usage, UserContent,
+    AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
+    StreamOptions, Usage, UserContent,
 };
 
 /// The request for one call: `POST {base_url}/responses` with a bearer key.

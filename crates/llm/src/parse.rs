@@ -48,4 +48,3 @@ pub(crate) fn json(data: &str, provider: &str) -> Result<Value, Failure> {
         kind: None,
     })
 }
-

@@ -89,7 +89,11 @@ mod tests {
 
     #[test]
     fn every_api_is_in_the_table_once_and_its_name_is_its_serde_name() {
-        for api in [Api::OpenaiCompletions, Api::OpenaiResponses, Api::AnthropicMessages] {
+        for api in [
+            Api::OpenaiCompletions,
+            Api::OpenaiResponses,
+            Api::AnthropicMessages,
+        ] {
             assert_eq!(of(api).api, api);
             let serde_name = serde_json::to_value(api).unwrap();
             assert_eq!(serde_name, api.to_string());

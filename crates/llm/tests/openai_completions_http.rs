@@ -58,8 +58,7 @@ async fn collect(
         retry: RetryPolicy::none(),
         ..Default::default()
     };
-    let mut stream =
-        llm::Router::new().stream(&model(server), context(), options, cancel);
+    let mut stream = llm::Router::new().stream(&model(server), context(), options, cancel);
     let mut events = Vec::new();
     while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
@@ -240,8 +239,7 @@ async fn unreachable_servers_are_an_error_event() {
         retry: RetryPolicy::none(),
         ..Default::default()
     };
-    let mut stream =
-        llm::Router::new().stream(&m, context(), options, CancellationToken::new());
+    let mut stream = llm::Router::new().stream(&m, context(), options, CancellationToken::new());
     let Some(StreamEvent::Error { message }) = stream.next().await else {
         panic!()
     };

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentMessage, CompactReason, CompactionSummary, Compactor};
+use agent_core::{AgentMessage, CompactReason, CompactionError, CompactionSummary, Compactor};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use llm::{
@@ -254,7 +254,7 @@ pub async fn summarize(
     keep_from: usize,
     instructions: Option<&str>,
     cancel: CancellationToken,
-) -> Result<CompactionSummary, String> {
+) -> Result<CompactionSummary, CompactionError> {
     let reserve_tokens = compactor.settings.reserve_tokens;
     let keep_from = keep_from.min(messages.len());
     let mut text = transcript(&messages[..keep_from]);
@@ -291,7 +291,7 @@ pub async fn summarize(
     let answer = loop {
         let event = tokio::select! {
             event = stream.next() => event,
-            _ = cancel.cancelled() => return Err("the summary was aborted".into()),
+            _ = cancel.cancelled() => return Err(CompactionError::Aborted),
         };
         match event {
             Some(StreamEvent::Done { message }) => break message,
@@ -299,18 +299,18 @@ pub async fn summarize(
                 let reason = message
                     .error_message
                     .unwrap_or_else(|| "unknown error".into());
-                return Err(format!("the summary request failed: {reason}"));
+                return Err(CompactionError::Request(reason));
             }
             Some(_) => {}
-            None => return Err("the summary stream ended without a result".into()),
+            None => return Err(CompactionError::NoResult),
         }
     };
     if answer.stop_reason == StopReason::Length {
-        return Err("the summary was cut off by the output token limit".into());
+        return Err(CompactionError::CutOff);
     }
     let summary = answer.text().trim().to_string();
     if summary.is_empty() {
-        return Err("the model returned an empty summary".into());
+        return Err(CompactionError::Empty);
     }
     Ok(CompactionSummary {
         summary,
@@ -345,7 +345,7 @@ impl Compactor for SessionCompactor {
         model: &Model,
         instructions: Option<&str>,
         cancel: CancellationToken,
-    ) -> Result<CompactionSummary, String> {
+    ) -> Result<CompactionSummary, CompactionError> {
         summarize(self, model, messages, keep_from, instructions, cancel).await
     }
 }

@@ -44,6 +44,11 @@ pub enum HeaderTag {
     Session,
 }
 
+/// A line that is not an entry of this format (damaged, or from a newer version).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EntryError(#[from] serde_json::Error);
+
 /// One entry after the header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -190,9 +195,9 @@ impl Entry {
     }
 
     /// Parses one line; the error is a readable reason for the load warning.
-    pub fn from_json(line: &str) -> Result<Self, String> {
+    pub fn from_json(line: &str) -> Result<Self, EntryError> {
         if line.starts_with(MESSAGE_PREFIX) {
-            let m: MessageLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            let m: MessageLine = serde_json::from_str(line)?;
             return Ok(Self {
                 id: m.id,
                 parent_id: m.parent_id,
@@ -200,7 +205,7 @@ impl Entry {
                 body: EntryBody::Message(m.message),
             });
         }
-        let wire: Wire = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let wire: Wire = serde_json::from_str(line)?;
         Ok(match wire {
             Wire::Message {
                 id,

@@ -164,7 +164,7 @@ fn scan(
         let entry = match Entry::from_json(text) {
             Ok(entry) => entry,
             Err(err) => {
-                session.warn(number, &err);
+                session.warn(number, &err.to_string());
                 continue;
             }
         };

@@ -174,7 +174,7 @@ async fn a_failed_summary_is_an_error_and_a_good_one_is_structured() {
     let err = summarize(&compactor, &m, &messages, 5, None, CancellationToken::new())
         .await
         .unwrap_err();
-    assert!(err.contains("500 boom"), "{err}");
+    assert_eq!(err, agent_core::CompactionError::Request("500 boom".into()));
     let ok = summarize(
         &compactor,
         &m,

@@ -200,10 +200,7 @@ impl App {
             }
             AgentEvent::ThinkingChange { level } => {
                 self.status.thinking = Some(*level);
-                self.push_cell(CellKind::Notice(format!(
-                    "Thinking: {}.",
-                    level
-                )));
+                self.push_cell(CellKind::Notice(format!("Thinking: {}.", level)));
             }
             AgentEvent::HistoryReset {
                 messages, reason, ..
@@ -265,6 +262,23 @@ impl App {
                     text.push_str(delta);
                 }
             }
+            // A tool call shows while its arguments stream: the path of a write, the command
+            // of a bash call.
+            StreamEvent::ToolcallStart { index, id, name } => {
+                let view = self.view_of(name);
+                let call = ToolCell::new(id, name, view, Value::Null);
+                self.block(*index, || CellKind::Tool(call));
+                if let Some(&cell) = self.blocks.get(index) {
+                    self.tools.insert(id.clone(), cell);
+                }
+            }
+            StreamEvent::ToolcallDelta { index, delta } => {
+                if let Some(&cell) = self.blocks.get(index)
+                    && let CellKind::Tool(call) = self.cells[cell].edit()
+                {
+                    call.stream_arguments(delta);
+                }
+            }
             _ => {}
         }
     }
@@ -309,9 +323,11 @@ impl App {
                                 call.id.clone(),
                                 (call.name.clone(), call.arguments.clone()),
                             );
+                            self.settle_streamed_call(index, call);
                         }
                     }
                 }
+                self.drop_unfinished_calls(assistant);
                 self.blocks.clear();
                 self.status.add_usage(&assistant.usage);
                 match assistant.stop_reason {
@@ -352,10 +368,64 @@ impl App {
         self.tool_views.get(name).copied().unwrap_or_default()
     }
 
-    /// A tool cell for call `id`, filled in by its result later.
+    /// A tool cell for call `id`, filled in by its result later (the one shown while its
+    /// arguments streamed, if there is one).
     pub fn start_tool(&mut self, id: &str, name: &str, args: Value) {
+        if let Some(CellKind::Tool(cell)) = self.tool_cell(id) {
+            cell.args = args;
+            return;
+        }
         let view = self.view_of(name);
         self.start_tool_as(id, name, view, args);
+    }
+
+    /// The streamed call of content block `index` is final: its arguments, and its id (the
+    /// agent makes repeated ids unique).
+    fn settle_streamed_call(&mut self, index: usize, call: &llm::ToolCall) {
+        let Some(&cell) = self.blocks.get(&index) else {
+            return;
+        };
+        if let CellKind::Tool(tool) = self.cells[cell].edit() {
+            tool.args = call.arguments.clone();
+            if tool.id != call.id {
+                self.tools.remove(&tool.id);
+                tool.id = call.id.clone();
+                self.tools.insert(call.id.clone(), cell);
+            }
+        }
+    }
+
+    /// Calls that started streaming but are not in the final message (cut off by an abort or
+    /// an error) will never run: say so instead of leaving them pending.
+    fn drop_unfinished_calls(&mut self, assistant: &llm::AssistantMessage) {
+        let unfinished: Vec<usize> = self
+            .blocks
+            .iter()
+            .filter(|(index, _)| {
+                !matches!(
+                    assistant.content.get(**index),
+                    Some(AssistantContent::ToolCall(_))
+                )
+            })
+            .map(|(_, &cell)| cell)
+            .collect();
+        for cell in unfinished {
+            if let CellKind::Tool(tool) = self.cells[cell].edit()
+                && tool.result.is_none()
+            {
+                tool.result = Some(ToolResultMessage {
+                    tool_call_id: tool.id.clone(),
+                    tool_name: tool.name.clone(),
+                    content: vec![UserContent::Text {
+                        text: "Not run: the reply stopped before its arguments were complete."
+                            .into(),
+                    }],
+                    details: None,
+                    is_error: true,
+                    timestamp: 0,
+                });
+            }
+        }
     }
 
     /// A tool cell shown as `view` (a `!cmd` shell is not one of the agent's tools).

@@ -61,7 +61,11 @@ pub static COMMANDS: [SlashCommand; 10] = [
         aliases: &[],
         args: "[what to keep]",
         help: "summarise older turns now",
-        run: |_, args| vec![Action::Compact((!args.is_empty()).then(|| args.to_string()))],
+        run: |_, args| {
+            vec![Action::Compact(
+                (!args.is_empty()).then(|| args.to_string()),
+            )]
+        },
     },
     SlashCommand {
         name: "/session",
@@ -169,6 +173,8 @@ mod tests {
             [Action::Compact(Some("keep the API".into()))]
         );
         assert!(dispatch(&mut app, "/frobnicate", "").is_empty());
-        assert!(matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate")));
+        assert!(
+            matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate"))
+        );
     }
 }

@@ -5,18 +5,18 @@
 
 pub mod app;
 pub mod cells;
-pub mod commands;
+mod commands;
 pub mod editor;
-pub mod highlight;
-pub mod host;
+mod highlight;
+mod host;
 pub mod input;
-pub mod markdown;
+mod markdown;
 pub mod popup;
-pub mod runtime;
+mod runtime;
 pub mod status;
-pub mod terminal;
+mod terminal;
 pub mod ui;
-pub mod wrap;
+mod wrap;
 
 pub use host::{Host, OnOutput, SessionChoice};
 pub use runtime::{Options, run};

@@ -222,7 +222,6 @@ struct Choices {
     shell: CancellationToken,
 }
 
-
 fn perform(
     ctx: &Ctx<'_>,
     app: &mut App,

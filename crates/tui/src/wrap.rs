@@ -82,14 +82,6 @@ fn to_line(chars: Vec<(char, Style)>, line_style: Style) -> Line<'static> {
     Line::from(spans).style(line_style)
 }
 
-/// Display width of a line.
-pub fn line_width(line: &Line<'_>) -> usize {
-    line.spans
-        .iter()
-        .map(|s| unicode_width::UnicodeWidthStr::width(s.content.as_ref()))
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,7 +122,7 @@ mod tests {
         let line = Line::from("日本語のテキスト");
         let wrapped = wrap(&line, 6, 0);
         assert!(
-            wrapped.iter().all(|l| line_width(l) <= 6),
+            wrapped.iter().all(|l| l.width() <= 6),
             "{:?}",
             plain(&wrapped)
         );

@@ -144,3 +144,54 @@ fn model_thinking_and_history_changes_come_from_events() {
         matches!(&app.cells.last().unwrap().kind, CellKind::Notice(n) if n.starts_with("Resumed"))
     );
 }
+
+#[test]
+fn a_tool_call_shows_its_arguments_while_they_stream() {
+    let mut app = App::new(Status::default());
+    app.tool_views
+        .insert("write".into(), agent_core::ToolView::Diff);
+    let mut b = AssistantBuilder::new("m", "p");
+    let (i, start) = b.toolcall_start("c1", "write");
+    let mut events = vec![start];
+    events.push(b.toolcall_delta(i, r#"{"path": "src/ma"#));
+    for event in &events {
+        app.on_event(&AgentEvent::MessageUpdate {
+            event: event.clone(),
+        });
+    }
+    let args = |app: &App| match &app.cells[0].kind {
+        CellKind::Tool(t) => t.args.clone(),
+        _ => panic!("a tool cell"),
+    };
+    assert_eq!(args(&app)["path"], "src/ma");
+    // A huge content streams on; the header keeps what it had, at a bounded cost.
+    let huge = format!(r#"in.rs", "content": "{}"#, "x".repeat(1 << 20));
+    app.on_event(&AgentEvent::MessageUpdate {
+        event: b.toolcall_delta(i, &huge),
+    });
+    assert_eq!(args(&app)["path"], "src/main.rs");
+    // Aborted before the arguments completed: the call is dropped from the message.
+    let StreamEvent::Error { message } = b.failed(StopReason::Aborted, "Request was aborted")
+    else {
+        unreachable!()
+    };
+    assert!(message.tool_calls().next().is_none());
+    app.on_event(&AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(message),
+    });
+    let CellKind::Tool(cell) = &app.cells[0].kind else {
+        panic!()
+    };
+    let result = cell
+        .result
+        .as_ref()
+        .expect("the dropped call says it did not run");
+    assert!(result.is_error && result.text().starts_with("Not run"));
+    assert_eq!(
+        app.cells
+            .iter()
+            .filter(|c| matches!(c.kind, CellKind::Tool(_)))
+            .count(),
+        1
+    );
+}

@@ -35,7 +35,7 @@ pub async fn call_with(
     updates: Arc<Mutex<Vec<ToolOutput>>>,
 ) -> Result<ToolOutput, String> {
     let tool = tool(dir, name);
-    agent_core::validate_arguments(&tool.parameters(), &mut args)?;
+    agent_core::validate_arguments(&tool.parameters(), &mut args).map_err(|e| e.to_string())?;
     let ctx = ToolContext::new("call-1", cancel, move |u| updates.lock().unwrap().push(u));
     tool.execute(args, ctx).await.map_err(|e| e.0)
 }

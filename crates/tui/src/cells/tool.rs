@@ -16,6 +16,8 @@ use crate::wrap::wrap;
 const TAIL_LINES: usize = 5;
 /// Diff lines shown while collapsed.
 const DIFF_LINES: usize = 20;
+/// Most bytes of streaming arguments parsed for the header.
+const STREAMED_ARGS: usize = 4 * 1024;
 
 const DIM: Style = Style::new().fg(Color::DarkGray);
 
@@ -29,6 +31,8 @@ pub struct ToolCell {
     pub partial: String,
     pub result: Option<ToolResultMessage>,
     pub duration: Option<Duration>,
+    /// The start of the arguments while they stream (see [`ToolCell::stream_arguments`]).
+    streamed: String,
 }
 
 impl ToolCell {
@@ -41,6 +45,25 @@ impl ToolCell {
             partial: String::new(),
             result: None,
             duration: None,
+            streamed: String::new(),
+        }
+    }
+
+    /// More of the arguments arrived: show what can be parsed so far. Only the start is kept
+    /// and parsed — the fields a header shows (path, command, pattern) come first, while the
+    /// content of a large write could be megabytes — so each delta costs a bounded amount.
+    pub fn stream_arguments(&mut self, delta: &str) {
+        if self.streamed.len() >= STREAMED_ARGS {
+            return;
+        }
+        let room = STREAMED_ARGS - self.streamed.len();
+        let mut cut = delta.len().min(room);
+        while !delta.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.streamed.push_str(&delta[..cut]);
+        if let Some(value) = llm::parse_partial_json(&self.streamed) {
+            self.args = value;
         }
     }
 
