@@ -6,35 +6,9 @@
 
 use async_trait::async_trait;
 use llm::{AssistantMessage, Model, StopReason};
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::{AgentEvent, AgentMessage, CompactionSummary};
-
-/// Why a compaction was attempted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompactReason {
-    /// The context neared the model's window before a model call.
-    Threshold,
-    /// The provider rejected the request as too long.
-    Overflow,
-    /// The user asked for it.
-    Manual,
-}
-
-/// How a compaction attempt ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum CompactionOutcome {
-    /// `messages[..replaced]` were replaced by one `CompactionSummary` message.
-    Compacted {
-        summary: CompactionSummary,
-        replaced: usize,
-    },
-    /// The history was left as it was.
-    Failed { error: String },
-}
+use crate::{AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary};
 
 /// Why a summary could not be made; the history stays as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

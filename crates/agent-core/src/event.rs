@@ -9,7 +9,7 @@ use llm::{AssistantMessage, Model, StopReason, StreamEvent, ThinkingLevel, ToolR
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AgentMessage, CompactReason, CompactionOutcome, QueueKind, QueuedMessage, ToolOutput};
+use crate::{AgentMessage, CompactionSummary, QueueKind, QueuedMessage, ToolOutput};
 
 /// One lifecycle event. Every `*_start` is followed by its `*_end`, whatever fails, and a run
 /// always ends with exactly one `AgentEnd`.
@@ -100,6 +100,31 @@ pub enum AgentEvent {
     QueueReturned {
         messages: Vec<QueuedMessage>,
     },
+}
+
+/// Why a compaction was attempted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The context neared the model's window before a model call.
+    Threshold,
+    /// The provider rejected the request as too long.
+    Overflow,
+    /// The user asked for it.
+    Manual,
+}
+
+/// How a compaction attempt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    /// `messages[..replaced]` were replaced by one `CompactionSummary` message.
+    Compacted {
+        summary: CompactionSummary,
+        replaced: usize,
+    },
+    /// The history was left as it was.
+    Failed { error: String },
 }
 
 /// Why the history was replaced.

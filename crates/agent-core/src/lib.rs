@@ -15,19 +15,21 @@ mod hooks;
 mod io;
 mod message;
 mod owner;
+mod protocol;
 mod queue;
 mod run;
 mod tool;
 mod tool_exec;
 mod validate;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentSnapshot};
-pub use compaction::{
-    CompactReason, CompactionError, CompactionOutcome, Compactor, is_context_overflow,
+pub use agent::Agent;
+pub use compaction::{CompactionError, Compactor, is_context_overflow};
+pub use event::{
+    AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,
 };
-pub use event::{AgentEvent, ResetReason, RunSummary, ToolOutcome, ToolRun};
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
+pub use protocol::{AgentConfig, AgentError, AgentSnapshot};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};
 pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 pub use validate::{InvalidArguments, validate_arguments};

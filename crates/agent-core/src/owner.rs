@@ -12,15 +12,15 @@ use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Command, Reply};
 use crate::balance::Balance;
 use crate::compaction::{self, compact_history};
 use crate::io::{Internal, LoopIo};
+use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Reply};
 use crate::queue::Queue;
 use crate::run::{RunContext, Start, run_loop};
 use crate::{
-    AgentConfig, AgentError, AgentEvent, AgentMessage, AgentSnapshot, CompactReason,
-    CompactionOutcome, Compactor, Hooks, QueueKind, QueuedMessage, Tool,
+    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, Compactor, Hooks, QueueKind,
+    QueuedMessage, Tool,
 };
 
 struct ActiveRun {

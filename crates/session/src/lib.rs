@@ -22,6 +22,7 @@ mod home;
 mod ids;
 mod list;
 mod load;
+mod loaded;
 mod private;
 mod prompt;
 mod recorder;
@@ -34,7 +35,8 @@ pub use context::{CONTEXT_LIMIT, ProjectContext, project_context, repository_roo
 pub use entry::{Entry, EntryBody, EntryError, FORMAT_VERSION, SessionHeader};
 pub use home::Home;
 pub use list::{SessionInfo, find_session, latest_session, list_sessions};
-pub use load::{LoadedSession, load_session};
+pub use load::load_session;
+pub use loaded::LoadedSession;
 pub use prompt::{PromptInputs, SystemPrompt};
 pub use recorder::{Recorder, RecorderSetup};
 pub use repair::INTERRUPTED;

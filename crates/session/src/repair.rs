@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use agent_core::AgentMessage;
 use llm::{AssistantContent, ToolResultMessage, UserContent, now_millis};
 
-use crate::LoadedSession;
 use crate::entry::{Entry, EntryBody};
 use crate::ids::{rfc3339, unique_id};
+use crate::loaded::LoadedSession;
 
 /// The text of the result given to a tool call that never finished.
 pub const INTERRUPTED: &str = "interrupted: the agent stopped before this tool finished";

@@ -10,11 +10,18 @@ use serde_json::Value;
 
 use crate::cells::{AssistantCell, Cell, CellKind, ToolCell, View};
 use crate::editor::Editor;
-use crate::popup::ChoiceKind;
 use crate::status::Status;
 
 const INTERRUPTED: &str = "Interrupted. Tell the agent what to do instead.";
 const CUT_OFF: &str = "The reply was cut off at the model's output token limit: it is incomplete.";
+
+/// What a choice list picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChoiceKind {
+    Model,
+    Thinking,
+    Session,
+}
 
 /// What the UI asks of the agent or the runtime.
 #[derive(Debug, Clone, PartialEq)]

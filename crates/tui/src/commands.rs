@@ -1,9 +1,8 @@
 //! The slash commands, in one table: the `/` popup, the dispatcher and `/help` all read it, so
 //! a new command is one entry here.
 
-use crate::app::{Action, App};
+use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
-use crate::popup::ChoiceKind;
 
 /// One slash command.
 pub struct SlashCommand {

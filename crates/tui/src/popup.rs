@@ -1,14 +1,7 @@
 //! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
 
+use crate::app::ChoiceKind;
 use crate::commands::{self, COMMANDS};
-
-/// What a choice list picks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChoiceKind {
-    Model,
-    Thinking,
-    Session,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Popup {

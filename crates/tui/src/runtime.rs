@@ -14,11 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use crate::app::{Action, App};
+use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
 use crate::host::Host;
 use crate::input::{self, InputState};
-use crate::popup::{ChoiceKind, Popup};
+use crate::popup::Popup;
 use crate::status::Status;
 use crate::{terminal, ui};
 

@@ -1,0 +1,108 @@
+//! What passes between an [`Agent`](crate::Agent) handle and the task that owns the
+//! conversation: how an agent starts, the commands it takes, what it answers.
+
+use std::sync::Arc;
+
+use llm::{Model, Provider, StreamOptions, ThinkingLevel};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    AgentEvent, AgentMessage, Compactor, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason,
+    Tool,
+};
+
+/// How an agent starts.
+pub struct AgentConfig {
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub system_prompt: String,
+    /// Serves every model the agent may switch to.
+    pub provider: Arc<dyn Provider>,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub hooks: Arc<dyn Hooks>,
+    pub stream_options: StreamOptions,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+    /// History to start from (a resumed session).
+    pub messages: Vec<AgentMessage>,
+    /// Summarises old history when the context nears the window; none: never compact.
+    pub compactor: Option<Arc<dyn Compactor>>,
+}
+
+impl AgentConfig {
+    pub fn new(model: Model, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            model,
+            thinking: ThinkingLevel::Off,
+            system_prompt: String::new(),
+            provider,
+            tools: Vec::new(),
+            hooks: Arc::new(NoHooks),
+            stream_options: StreamOptions::default(),
+            steering_mode: QueueMode::All,
+            follow_up_mode: QueueMode::All,
+            messages: Vec::new(),
+            compactor: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentError {
+    /// A run is in progress: steer or queue a follow-up instead.
+    Busy,
+    /// `continue_run` found no queued message and a history that ends with the model's answer.
+    NothingToContinue,
+    /// `compact` found no compactor configured or nothing old enough to summarise.
+    NothingToCompact,
+    /// The agent task is gone.
+    Stopped,
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Busy => "the agent is already running",
+            Self::NothingToContinue => "there is nothing to continue from",
+            Self::NothingToCompact => "there is nothing to compact",
+            Self::Stopped => "the agent has stopped",
+        })
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// What the agent holds right now.
+#[derive(Debug, Clone)]
+pub struct AgentSnapshot {
+    pub messages: Vec<AgentMessage>,
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub running: bool,
+    pub steering: Vec<QueuedMessage>,
+    pub follow_up: Vec<QueuedMessage>,
+}
+
+pub(crate) type Reply<T> = oneshot::Sender<T>;
+
+pub(crate) enum Command {
+    Prompt(Vec<AgentMessage>, Reply<Result<(), AgentError>>),
+    Continue(Reply<Result<(), AgentError>>),
+    Compact(Option<String>, Reply<Result<(), AgentError>>),
+    Queue(QueuedMessage),
+    Abort,
+    Stop,
+    SetModel(Model),
+    SetThinking(ThinkingLevel),
+    Reset {
+        messages: Vec<AgentMessage>,
+        reason: ResetReason,
+        session: Option<String>,
+        reply: Reply<Result<(), AgentError>>,
+    },
+    SetQueueModes(QueueMode, QueueMode),
+    TakeQueued(Reply<Vec<QueuedMessage>>),
+    Snapshot(Reply<AgentSnapshot>),
+    Subscribe(mpsc::UnboundedSender<AgentEvent>),
+    WaitIdle(Reply<()>),
+}
