@@ -363,7 +363,7 @@ async fn continue_names_the_session_it_cannot_read_and_prints_warnings_once() {
     let mut command = Command::new("setpriv");
     command
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg(binary_for_nobody())
         .args(["--continue", "-p", "third"])
         .current_dir(env.work.path())
         .env("CODING_AGENT_HOME", env.home.path())

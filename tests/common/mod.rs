@@ -102,3 +102,21 @@ pub fn roles(body: &Value) -> Vec<&str> {
         .map(|m| m["role"].as_str().unwrap())
         .collect()
 }
+
+/// The binary, copied where an unprivileged user can run it: tests that must not run as root
+/// (CI runs as root) run it as `nobody` with `setpriv`, and the build directory may not be
+/// open to other users.
+pub fn binary_for_nobody() -> std::path::PathBuf {
+    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, path) = COPY.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("coding-agent");
+        std::fs::copy(env!("CARGO_BIN_EXE_coding-agent"), &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (dir, path)
+    });
+    path.clone()
+}

@@ -108,10 +108,15 @@ async fn read_returns_images_as_image_content() {
     assert!(matches!(&out.content[1], llm::UserContent::Image(i) if i.mime_type == "image/png"));
 }
 
+/// Set in the copy of this test binary that runs as `nobody`.
+const AS_NOBODY: &str = "TOOLS_TEST_AS_NOBODY";
+
 #[tokio::test]
 async fn read_reports_permission_denied() {
     if running_as_root() {
-        // Root reads every file; the message for this case is unit-tested in paths.rs.
+        // Root reads every file: run this very test again as nobody (CI runs as root).
+        let status = as_nobody("read_reports_permission_denied");
+        assert!(status.success(), "the test failed when run as nobody");
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -123,6 +128,42 @@ async fn read_reports_permission_denied() {
         .await
         .unwrap_err();
     assert_eq!(err, "Cannot read secret: permission denied.");
+    if std::env::var_os(AS_NOBODY).is_some() {
+        println!("checked as nobody");
+    }
+}
+
+/// Runs test `name` of this binary as `nobody` (from a copy it can execute) and checks that it
+/// really ran there.
+fn as_nobody(name: &str) -> std::process::ExitStatus {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("tests");
+    fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+    fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .arg(&copy)
+        .args([name, "--exact", "--nocapture", "--test-threads", "1"])
+        .env(AS_NOBODY, "1")
+        .current_dir(dir.path())
+        .output()
+        .expect("setpriv runs (util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("checked as nobody"),
+        "the check did not run as nobody: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.status
 }
 
 #[tokio::test]
