@@ -277,3 +277,53 @@ async fn every_command_over_a_child_process() {
     rpc.send(Value::String("{".into()));
     rpc.finish();
 }
+
+// The seeds' example: three commands in one batch, a steer typed during the first. The first
+// finishes, the other two never start, and the steer reaches the model right away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_skips_the_commands_of_the_batch_not_yet_started() {
+    let env = Env::new();
+    let dir = env.work.path();
+    let flag = dir.join("release");
+    let first = format!(
+        "touch started-1; while [ ! -e {} ]; do sleep 0.05; done",
+        flag.display()
+    );
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": first}))
+            .with_tool_call("bash", json!({"command": "touch ran-2; sleep 3"}))
+            .with_tool_call("bash", json!({"command": "touch ran-3; sleep 3"})),
+        Reply::text("Changed course."),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&env, &server);
+    rpc.call(1, json!({"type": "prompt", "message": "three sleeps"}));
+    let started = dir.join("started-1");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the first command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rpc.call(2, json!({"type": "steer", "message": "stop sleeping"}));
+    std::fs::write(&flag, "").unwrap();
+    let end = rpc.event("agent_end");
+    let outcomes: Vec<&str> = end["summary"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["ok", "skipped", "skipped"]);
+    assert!(!dir.join("ran-2").exists() && !dir.join("ran-3").exists());
+    let body = &server.requests()[1].body;
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "tool", "user"]);
+    assert_eq!(last_user_text(body), "stop sleeping");
+    assert_eq!(end["summary"]["repairs"], 0);
+    rpc.finish();
+}
