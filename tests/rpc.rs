@@ -301,7 +301,10 @@ async fn a_steer_skips_the_commands_of_the_batch_not_yet_started() {
     let started = dir.join("started-1");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !started.exists() {
-        assert!(std::time::Instant::now() < deadline, "the first command never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first command never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     rpc.call(2, json!({"type": "steer", "message": "stop sleeping"}));
@@ -322,7 +325,18 @@ async fn a_steer_skips_the_commands_of_the_batch_not_yet_started() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "tool", "user"]);
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "tool",
+            "user"
+        ]
+    );
     assert_eq!(last_user_text(body), "stop sleeping");
     assert_eq!(end["summary"]["repairs"], 0);
     rpc.finish();
