@@ -160,9 +160,11 @@ fn a_crash_mid_tool_is_closed_on_load_and_written_on_resume() {
         before.split(|&b| b == b'\n').count()
     );
     assert!(written.lines().last().unwrap().contains(INTERRUPTED));
+    // Built once: a message carries the millisecond it was made.
+    let go_on = AgentMessage::user("go on");
     writer
         .record(&AgentEvent::MessageEnd {
-            message: AgentMessage::user("go on"),
+            message: go_on.clone(),
         })
         .unwrap();
     drop(writer);
@@ -171,7 +173,7 @@ fn a_crash_mid_tool_is_closed_on_load_and_written_on_resume() {
     assert_eq!(again.repaired, 0);
     assert!(again.warnings.is_empty(), "{:?}", again.warnings);
     let mut expected = loaded.messages.clone();
-    expected.push(AgentMessage::user("go on"));
+    expected.push(go_on);
     assert_eq!(again.messages, expected, "the file holds what was loaded");
     assert_eq!(
         &again.message_ids[..loaded.message_ids.len()],
