@@ -106,6 +106,18 @@ impl Rpc {
     }
 }
 
+/// The session recorder writes on its own thread, a moment after the events go out.
+fn wait_exists(path: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new(path).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn last_user_text(body: &Value) -> String {
     body["messages"]
         .as_array()
@@ -149,7 +161,7 @@ async fn every_command_over_a_child_process() {
     assert_eq!(state["messages"], 2);
     assert_eq!(state["queue"], json!([]));
     let first_session = state["session"]["path"].as_str().unwrap().to_string();
-    assert!(std::path::Path::new(&first_session).exists());
+    wait_exists(&first_session);
 
     // set_model and set_thinking are events too.
     assert_eq!(
@@ -260,7 +272,7 @@ async fn every_command_over_a_child_process() {
         2,
         "system and the prompt only"
     );
-    assert!(std::path::Path::new(&new_session).exists());
+    wait_exists(&new_session);
 
     // Malformed input gets an answer, never silence.
     let r = rpc.call(17, json!({"type": "frobnicate"}));
