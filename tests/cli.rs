@@ -356,19 +356,7 @@ async fn ctrl_c_in_print_mode_kills_the_command_and_saves_the_session() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pgid: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the agent exited before the command started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pgid = command_pid(&mut child, &pid_file).await;
     // SAFETY: a plain signal to the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
@@ -457,19 +445,7 @@ async fn a_second_ctrl_c_leaves_at_once_and_the_watchdog_ends_the_command() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pgid: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the agent exited early"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pgid = command_pid(&mut child, &pid_file).await;
     let (lines, rx) = std::sync::mpsc::channel::<String>();
     let stderr = child.stderr.take().unwrap();
     std::thread::spawn(move || {

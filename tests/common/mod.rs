@@ -120,3 +120,21 @@ pub fn binary_for_nobody() -> std::path::PathBuf {
     });
     path.clone()
 }
+
+/// The pid a command of the agent wrote to `pid_file` (`echo $$ > pid`): the leader of its
+/// process group. Fails if the agent exits first.
+pub async fn command_pid(child: &mut std::process::Child, pid_file: &std::path::Path) -> i32 {
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the agent exited before the command started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -59,6 +59,22 @@ impl WireRequest {
         }
     }
 
+    /// A JSON POST to `{base_url}/{path}` with the key, if any, as a bearer token (the OpenAI
+    /// style every compatible server follows).
+    pub(crate) fn bearer(
+        model: &crate::Model,
+        path: &str,
+        body: serde_json::Value,
+        options: &StreamOptions,
+    ) -> Self {
+        let url = format!("{}/{path}", model.base_url.trim_end_matches('/'));
+        let mut request = Self::post(url, body, options);
+        if let Some(key) = &options.api_key {
+            request.header("authorization", format!("Bearer {key}"));
+        }
+        request
+    }
+
     /// Adds a header unless the caller's options already set one of that name.
     pub(crate) fn header(&mut self, name: &str, value: String) {
         if !self

@@ -17,12 +17,12 @@ use crate::{
 
 /// The request for one call: `POST {base_url}/responses` with a bearer key.
 pub(crate) fn request(model: &Model, context: &Context, options: &StreamOptions) -> WireRequest {
-    let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
-    let mut request = WireRequest::post(url, request_body(model, context, options), options);
-    if let Some(key) = &options.api_key {
-        request.header("authorization", format!("Bearer {key}"));
-    }
-    request
+    WireRequest::bearer(
+        model,
+        "responses",
+        request_body(model, context, options),
+        options,
+    )
 }
 
 /// State carried across the events of one response.
