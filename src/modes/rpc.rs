@@ -5,13 +5,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use agent_core::{AgentError, AgentMessage, QueueKind};
+use agent_core::{AgentError, AgentMessage, ApprovalDecision, QueueKind};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::modes::rpc_protocol::{
-    Command, Data, QueueEntry, QueuedRef, Request, Response, SessionRef, State, StreamingBehavior,
+    Answer, Command, Data, QueueEntry, QueuedRef, Request, Response, SessionRef, State,
+    StreamingBehavior,
 };
 use crate::setup::Setup;
 
@@ -155,6 +156,7 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                 busy: s.running,
                 messages: s.messages.len(),
                 queue,
+                approvals: s.approvals,
                 session: session_ref(setup),
             }))))
         }
@@ -182,6 +184,23 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
             .await
             .map(|()| None)
             .map_err(|e| e.to_string()),
+        Command::Approve {
+            request_id,
+            decision,
+            reason,
+        } => {
+            let open = agent.snapshot().await.map_err(|e| e.to_string())?;
+            if !open.approvals.iter().any(|r| r.id == request_id) {
+                return Err(format!("no question {request_id} is waiting for an answer"));
+            }
+            let decision = match decision {
+                Answer::Approve => ApprovalDecision::Approve,
+                Answer::ApproveAlways => ApprovalDecision::ApproveAlways,
+                Answer::Deny => ApprovalDecision::Deny { reason },
+            };
+            agent.decide(request_id, decision);
+            Ok(None)
+        }
         Command::NewSession => {
             setup.sessions.new_session().await?;
             Ok(Some(Data::Session {

@@ -48,6 +48,23 @@ pub enum Command {
         instructions: Option<String>,
     },
     NewSession,
+    /// Answers an `approval_requested` event.
+    Approve {
+        request_id: u64,
+        decision: Answer,
+        /// Told to the model with a denial.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+}
+
+/// An answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Approve,
+    ApproveAlways,
+    Deny,
 }
 
 impl Command {
@@ -64,6 +81,7 @@ impl Command {
             Self::GetMessages => "get_messages",
             Self::Compact { .. } => "compact",
             Self::NewSession => "new_session",
+            Self::Approve { .. } => "approve",
         }
     }
 }
@@ -146,6 +164,8 @@ pub struct State {
     pub messages: usize,
     /// Queued messages, steering first, in delivery order.
     pub queue: Vec<QueueEntry>,
+    /// Questions waiting for an `approve`.
+    pub approvals: Vec<agent_core::ApprovalRequest>,
     pub session: Option<SessionRef>,
 }
 

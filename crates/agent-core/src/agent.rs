@@ -85,6 +85,12 @@ impl Agent {
         id
     }
 
+    /// Answers the question `id` of an `approval_requested` event (an unknown or already
+    /// answered id is ignored: another front end may have answered first).
+    pub fn decide(&self, id: u64, decision: crate::ApprovalDecision) {
+        self.send(Command::Decide(id, decision));
+    }
+
     /// Stops the model stream and every running tool now. Then queued steering starts the
     /// next run, and queued follow-ups are handed back (`queue_returned`).
     pub fn abort(&self) {

@@ -74,7 +74,9 @@ impl Balance {
             | AgentEvent::HistoryReset { .. }
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }
-            | AgentEvent::QueueReturned { .. } => {}
+            | AgentEvent::QueueReturned { .. }
+            | AgentEvent::ApprovalRequested { .. }
+            | AgentEvent::ApprovalDecided { .. } => {}
         }
     }
 

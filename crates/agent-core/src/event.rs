@@ -9,7 +9,10 @@ use llm::{AssistantMessage, Model, StopReason, StreamEvent, ThinkingLevel, ToolR
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AgentMessage, CompactionSummary, QueueKind, QueuedMessage, ToolOutput};
+use crate::{
+    AgentMessage, ApprovalDecision, ApprovalRequest, CompactionSummary, QueueKind, QueuedMessage,
+    ToolOutput,
+};
 
 /// One lifecycle event. Every `*_start` is followed by its `*_end`, whatever fails, and a run
 /// always ends with exactly one `AgentEnd`.
@@ -99,6 +102,15 @@ pub enum AgentEvent {
     /// follow-ups of an aborted run, or everything the user pulled back.
     QueueReturned {
         messages: Vec<QueuedMessage>,
+    },
+    /// A tool call waits for the user's approval (answer with `Agent::decide`).
+    ApprovalRequested {
+        request: ApprovalRequest,
+    },
+    /// The question `id` was answered (by the user, or with a denial by an abort).
+    ApprovalDecided {
+        id: u64,
+        decision: ApprovalDecision,
     },
 }
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use llm::{AssistantMessage, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage};
 
-use crate::{AgentMessage, ToolOutput, default_convert_to_llm};
+use crate::{AgentMessage, Approvals, ToolOutput, default_convert_to_llm};
 
 /// What a finished turn produced.
 pub struct TurnInfo<'a> {
@@ -24,9 +24,15 @@ pub struct NextTurn {
 /// Every method has a default that does nothing special.
 #[async_trait]
 pub trait Hooks: Send + Sync + 'static {
-    /// Runs after the arguments validated, before the tool executes. `Err(reason)` blocks the
-    /// call: the model gets the reason as an error result.
-    async fn before_tool_call(&self, _call: &ToolCall) -> Result<(), String> {
+    /// Runs after the arguments validated, before the tool executes; may ask the user
+    /// through `approvals`. `Err(reason)` blocks the call: the model gets the reason as an
+    /// error result. Calls are prepared concurrently: a call waiting for an answer does not
+    /// hold up the others.
+    async fn before_tool_call(
+        &self,
+        _call: &ToolCall,
+        _approvals: &Approvals<'_>,
+    ) -> Result<(), String> {
         Ok(())
     }
 

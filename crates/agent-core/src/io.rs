@@ -7,7 +7,7 @@
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{AgentEvent, AgentMessage, QueuedMessage};
+use crate::{AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, QueuedMessage};
 
 /// What a run sends to its agent.
 pub(crate) enum Internal {
@@ -16,6 +16,8 @@ pub(crate) enum Internal {
     TakeFollowUp(oneshot::Sender<Vec<QueuedMessage>>),
     /// Messages taken from a queue that the run could not deliver.
     Requeue(Vec<QueuedMessage>),
+    /// A before-hook asks the user (the id is given by the agent).
+    Ask(Box<ApprovalRequest>, oneshot::Sender<ApprovalDecision>),
     /// The run task ended; `drained` when it stopped for lack of work (not abort/error/hook).
     Finished {
         drained: bool,

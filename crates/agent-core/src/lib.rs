@@ -7,6 +7,7 @@
 //! event gets its `*_end`.
 
 mod agent;
+mod approval;
 mod balance;
 mod coerce;
 mod compaction;
@@ -23,6 +24,7 @@ mod tool_exec;
 mod validate;
 
 pub use agent::Agent;
+pub use approval::{ApprovalDecision, ApprovalRequest, Approvals, Question};
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,

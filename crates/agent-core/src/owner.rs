@@ -19,8 +19,8 @@ use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Reply};
 use crate::queue::Queue;
 use crate::run::{RunContext, Start, run_loop};
 use crate::{
-    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, Compactor, Hooks, QueueKind,
-    QueuedMessage, Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, CompactReason, CompactionOutcome,
+    Compactor, Hooks, QueueKind, QueuedMessage, Tool,
 };
 
 struct ActiveRun {
@@ -44,6 +44,9 @@ pub(crate) struct Owner {
     run: Option<ActiveRun>,
     /// The number of the last turn any run started.
     turn: u64,
+    /// Questions waiting for the user, and where their answers go.
+    approvals: Vec<(ApprovalRequest, Reply<ApprovalDecision>)>,
+    next_approval: u64,
     balance: Balance,
     idle_waiters: Vec<Reply<()>>,
     internal_tx: mpsc::UnboundedSender<Internal>,
@@ -79,6 +82,8 @@ impl Owner {
             subscribers: Vec::new(),
             run: None,
             turn: 0,
+            approvals: Vec::new(),
+            next_approval: 1,
             balance: Balance::default(),
             idle_waiters: Vec::new(),
             internal_tx,
@@ -146,16 +151,19 @@ impl Owner {
                 self.sync_steering();
                 self.run_queued_if_idle();
             }
+            Command::Decide(id, decision) => self.decide(id, decision),
             Command::Abort => {
                 if let Some(run) = &self.run {
                     run.cancel.cancel();
                 }
+                self.withdraw_questions("the run was aborted");
             }
             Command::Stop => {
                 if let Some(run) = &self.run {
                     self.stopping = true;
                     run.cancel.cancel();
                 }
+                self.withdraw_questions("the agent is stopping");
             }
             Command::SetModel(model) => {
                 if model != self.model {
@@ -207,6 +215,7 @@ impl Owner {
                     running: self.run.is_some(),
                     steering: self.steering.messages.iter().cloned().collect(),
                     follow_up: self.follow_up.messages.iter().cloned().collect(),
+                    approvals: self.approvals.iter().map(|(r, _)| r.clone()).collect(),
                 });
             }
             Command::Subscribe(tx) => self.subscribers.push(tx),
@@ -322,6 +331,14 @@ impl Owner {
                 self.reply_taken(reply, taken);
             }
             Internal::Requeue(messages) => self.requeue(messages),
+            Internal::Ask(mut request, reply) => {
+                request.id = self.next_approval;
+                self.next_approval += 1;
+                self.deliver(AgentEvent::ApprovalRequested {
+                    request: (*request).clone(),
+                });
+                self.approvals.push((*request, reply));
+            }
             Internal::Finished { drained } => self.on_run_finished(drained),
         }
     }
@@ -365,6 +382,7 @@ impl Owner {
     }
 
     fn on_run_finished(&mut self, drained: bool) {
+        self.withdraw_questions("the run ended");
         let cancelled = self.run_cancelled();
         // Idle before `agent_end` goes out, so a reader can prompt as soon as it sees it.
         self.run = None;
@@ -406,6 +424,31 @@ impl Owner {
         self.sync_steering();
         if !steering.is_empty() {
             self.start_run(Start::from_queue(steering));
+        }
+    }
+
+    /// The user's answer to question `id`, to the hook that asked.
+    fn decide(&mut self, id: u64, decision: ApprovalDecision) {
+        let Some(i) = self.approvals.iter().position(|(r, _)| r.id == id) else {
+            return;
+        };
+        let (_, reply) = self.approvals.remove(i);
+        let _ = reply.send(decision.clone());
+        self.deliver(AgentEvent::ApprovalDecided { id, decision });
+    }
+
+    /// Answers every open question with a denial: nobody may be left waiting for an answer
+    /// that will not come, and every reader learns the question is gone.
+    fn withdraw_questions(&mut self, why: &str) {
+        for (request, reply) in std::mem::take(&mut self.approvals) {
+            let decision = ApprovalDecision::Deny {
+                reason: Some(why.to_string()),
+            };
+            let _ = reply.send(decision.clone());
+            self.deliver(AgentEvent::ApprovalDecided {
+                id: request.id,
+                decision,
+            });
         }
     }
 

@@ -7,8 +7,8 @@ use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    AgentEvent, AgentMessage, Compactor, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason,
-    Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Compactor, Hooks, NoHooks,
+    QueueMode, QueuedMessage, ResetReason, Tool,
 };
 
 /// How an agent starts.
@@ -81,6 +81,8 @@ pub struct AgentSnapshot {
     pub running: bool,
     pub steering: Vec<QueuedMessage>,
     pub follow_up: Vec<QueuedMessage>,
+    /// Questions waiting for the user's answer.
+    pub approvals: Vec<ApprovalRequest>,
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<T>;
@@ -90,6 +92,7 @@ pub(crate) enum Command {
     Continue(Reply<Result<(), AgentError>>),
     Compact(Option<String>, Reply<Result<(), AgentError>>),
     Queue(QueuedMessage),
+    Decide(u64, ApprovalDecision),
     Abort,
     Stop,
     SetModel(Model),

@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::coerce;
 use crate::io::LoopIo;
 use crate::{
-    AgentEvent, Concurrency, Hooks, Tool, ToolContext, ToolOutcome, ToolOutput, validate_arguments,
+    AgentEvent, Approvals, Concurrency, Hooks, Tool, ToolContext, ToolOutcome, ToolOutput,
+    validate_arguments,
 };
 
 const ABORTED: &str = "Tool call was aborted.";
@@ -57,8 +58,6 @@ impl Toolbox<'_> {
 
 pub(crate) async fn execute_batch(toolbox: &Toolbox<'_>, calls: &[ToolCall], io: &LoopIo) -> Batch {
     let mut slots: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
-    // Before-hooks may ask the user: one at a time, even for calls that run together.
-    let prepare_lock = tokio::sync::Mutex::new(());
     let mut running = FuturesUnordered::new();
     let mut exclusive_running = false;
     // Running interruptible calls and the tokens that cut them short.
@@ -98,7 +97,7 @@ pub(crate) async fn execute_batch(toolbox: &Toolbox<'_>, calls: &[ToolCall], io:
                 io.cancel.clone()
             };
             let index = next;
-            let run = run_call(toolbox, tool, call, io, &prepare_lock, token);
+            let run = run_call(toolbox, tool, call, io, token);
             running.push(async move { (index, run.await) });
             exclusive_running = exclusive;
             next += 1;
@@ -176,14 +175,10 @@ async fn run_call(
     tool: Option<Arc<dyn Tool>>,
     call: &ToolCall,
     io: &LoopIo,
-    prepare_lock: &tokio::sync::Mutex<()>,
     token: CancellationToken,
 ) -> Finished {
     emit_start(call, io);
-    let prepared = {
-        let _turn = prepare_lock.lock().await;
-        prepare(toolbox, tool, call, &io.cancel).await
-    };
+    let prepared = prepare(toolbox, tool, call, io).await;
     let (output, outcome) = match prepared {
         Err(refused) => refused,
         Ok((tool, args)) => {
@@ -209,8 +204,9 @@ async fn prepare(
     toolbox: &Toolbox<'_>,
     tool: Option<Arc<dyn Tool>>,
     call: &ToolCall,
-    cancel: &CancellationToken,
+    io: &LoopIo,
 ) -> Result<(Arc<dyn Tool>, serde_json::Value), (ToolOutput, ToolOutcome)> {
+    let cancel = &io.cancel;
     let error = |text: String| (ToolOutput::error(text), ToolOutcome::Error);
     let Some(tool) = tool else {
         let names: Vec<&str> = toolbox.tools.iter().map(|t| t.name()).collect();
@@ -241,8 +237,9 @@ async fn prepare(
         return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
     }
     // A hook that asks the user must not hold up an abort.
+    let approvals = Approvals { io: Some(io), call };
     let verdict = tokio::select! {
-        verdict = toolbox.hooks.before_tool_call(call) => verdict,
+        verdict = toolbox.hooks.before_tool_call(call, &approvals) => verdict,
         _ = cancel.cancelled() => {
             return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
         }

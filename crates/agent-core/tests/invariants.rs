@@ -197,12 +197,26 @@ struct Guard;
 
 #[async_trait]
 impl Hooks for Guard {
-    async fn before_tool_call(&self, call: &ToolCall) -> Result<(), String> {
+    async fn before_tool_call(
+        &self,
+        call: &ToolCall,
+        approvals: &agent_core::Approvals<'_>,
+    ) -> Result<(), String> {
         if call.arguments["x"] == 13 {
-            Err("13 is unlucky".into())
-        } else {
-            Ok(())
+            return Err("13 is unlucky".into());
         }
+        // Writes ask the user (the test answers every question as it appears).
+        if call.name == "write" {
+            let question = agent_core::Question {
+                subject: call.arguments.to_string(),
+                reason: "a write".into(),
+                ..Default::default()
+            };
+            if !approvals.ask(question).await.approved() {
+                return Err("denied by the user".into());
+            }
+        }
+        Ok(())
     }
 
     async fn after_tool_call(&self, _call: &ToolCall, mut output: ToolOutput) -> ToolOutput {
@@ -377,7 +391,7 @@ async fn check(plan: Plan) {
             perform(&h, action).await;
         }
         tokio::select! {
-            _ = h.next_event() => {}
+            event = h.next_event() => answer(&h, &event),
             // Idle with actions left: the user acts while the agent waits.
             _ = agent.wait_idle() => {
                 for (_, action) in pending_external.drain(..) {
@@ -386,7 +400,15 @@ async fn check(plan: Plan) {
             }
         }
     }
-    // `settle` checks balance, zero repairs and every queued message's life.
+    // Questions may still come until the agent is idle: answer them as they do.
+    loop {
+        tokio::select! {
+            event = h.next_event() => answer(&h, &event),
+            _ = agent.wait_idle() => break,
+        }
+    }
+    // `settle` checks balance, zero repairs, questions answered and every queued message's
+    // life.
     h.settle().await;
     let events = h.seen.clone();
 
@@ -453,6 +475,18 @@ async fn check(plan: Plan) {
             expected,
             "{text} delivered {expected} times"
         );
+    }
+}
+
+/// The user answers a question as soon as it appears: yes to odd ids, no to even ones.
+fn answer(h: &Harness, event: &AgentEvent) {
+    if let AgentEvent::ApprovalRequested { request } = event {
+        let decision = if request.id % 2 == 1 {
+            agent_core::ApprovalDecision::Approve
+        } else {
+            agent_core::ApprovalDecision::Deny { reason: None }
+        };
+        h.agent.decide(request.id, decision);
     }
 }
 

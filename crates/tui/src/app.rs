@@ -32,6 +32,8 @@ pub enum Action {
     Abort,
     /// Take both queues back (Alt+Up): they come back as a `queue_returned` event.
     TakeQueued,
+    /// Answer the question `id` (an approval request).
+    Decide(u64, agent_core::ApprovalDecision),
     Copy(String),
     Shell(String),
     StopShell,
@@ -59,6 +61,8 @@ pub struct App {
     pub queue: Vec<QueuedView>,
     /// How each tool wants its calls shown, by name (from the tools the agent has).
     pub tool_views: HashMap<String, agent_core::ToolView>,
+    /// Questions waiting for the user, oldest first (the first is the one on screen).
+    pub approvals: Vec<agent_core::ApprovalRequest>,
     /// What the last finished run did (`/session` shows it).
     pub last_run: Option<agent_core::RunSummary>,
     pub editor: Editor,
@@ -94,6 +98,7 @@ impl App {
             run_started: None,
             queue: Vec::new(),
             last_run: None,
+            approvals: Vec::new(),
             tool_views: HashMap::new(),
             editor: Editor::new(),
             status,
@@ -196,6 +201,14 @@ impl App {
                     back.push(draft);
                 }
                 self.editor.set_text(&back.join("\n"));
+            }
+            AgentEvent::ApprovalRequested { request } => self.approvals.push(request.clone()),
+            AgentEvent::ApprovalDecided { id, decision } => {
+                if let Some(i) = self.approvals.iter().position(|r| r.id == *id) {
+                    let request = self.approvals.remove(i);
+                    let record = crate::cells::approval::answered(&request, decision);
+                    self.push_cell(CellKind::Notice(record));
+                }
             }
             AgentEvent::ModelChange { model } => {
                 self.status.model = model.id.clone();

@@ -39,6 +39,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         return Vec::new();
     }
     app.dirty = true;
+    if let Some(actions) = answer(app, input, &key) {
+        return actions;
+    }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
@@ -149,6 +152,33 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
     }
+}
+
+/// Keys that answer the question on screen: y, a, n on an empty editor; Enter with text
+/// denies the call and sends the text as steering. `None`: the key is not an answer.
+fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<Action>> {
+    use agent_core::ApprovalDecision;
+    let request = app.approvals.first()?;
+    let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+    if !plain || input.popup.is_some() {
+        return None;
+    }
+    let decision = match key.code {
+        KeyCode::Char('y') if app.editor.is_empty() => ApprovalDecision::Approve,
+        KeyCode::Char('a') if app.editor.is_empty() && request.rule.is_some() => {
+            ApprovalDecision::ApproveAlways
+        }
+        KeyCode::Char('n') if app.editor.is_empty() => ApprovalDecision::Deny { reason: None },
+        KeyCode::Enter if !app.editor.is_empty() => {
+            let text = app.editor.take();
+            let deny = ApprovalDecision::Deny {
+                reason: Some("the user sent a new message instead".into()),
+            };
+            return Some(vec![Action::Decide(request.id, deny), Action::Steer(text)]);
+        }
+        _ => return None,
+    };
+    Some(vec![Action::Decide(request.id, decision)])
 }
 
 pub fn on_paste(app: &mut App, text: &str) {

@@ -239,6 +239,7 @@ fn perform(
             agent.follow_up(AgentMessage::user(text));
         }
         Action::Abort => agent.abort(),
+        Action::Decide(id, decision) => agent.decide(id, decision),
         Action::TakeQueued => {
             let agent = agent.clone();
             // What comes back arrives as a `queue_returned` event.

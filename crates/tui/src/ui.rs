@@ -18,9 +18,21 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
     let queue_rows = app.queue.len().min(MAX_QUEUE_ROWS) as u16;
     let live_rows = u16::from(app.running || input.quit_hint());
-    let [transcript, live, queue, editor, status] = Layout::vertical([
+    let question = app.approvals.first().map(|request| {
+        crate::cells::approval::question_lines(
+            request,
+            app.approvals.len(),
+            usize::from(area.width),
+        )
+    });
+    // The question never takes more than half the screen.
+    let question_rows = question
+        .as_ref()
+        .map_or(0, |lines| (lines.len() as u16 + 1).min(area.height / 2));
+    let [transcript, live, asking, queue, editor, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(live_rows),
+        Constraint::Length(question_rows),
         Constraint::Length(queue_rows),
         Constraint::Length(app.editor.height() + 2),
         Constraint::Length(1),
@@ -29,6 +41,19 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     input.page = usize::from(transcript.height);
     draw_transcript(frame, app, transcript);
     draw_live(frame, app, input, live);
+    if let Some(mut lines) = question {
+        // Too tall: the middle (the diff) gives way, the keys that answer stay.
+        let room = usize::from(asking.height).saturating_sub(1);
+        if lines.len() > room && room >= 2 {
+            let keys = lines.split_off(lines.len() - 1);
+            lines.truncate(room - 1);
+            lines.extend(keys);
+        }
+        // A blank row above sets it apart from the transcript.
+        let mut rows = vec![Line::default()];
+        rows.extend(lines);
+        frame.render_widget(Paragraph::new(rows), asking);
+    }
     draw_queue(frame, app, queue);
     draw_editor(frame, app, editor);
     draw_status(frame, app, status);

@@ -195,3 +195,68 @@ fn a_tool_call_shows_its_arguments_while_they_stream() {
         1
     );
 }
+
+fn question(id: u64, rule: Option<&[&str]>) -> AgentEvent {
+    AgentEvent::ApprovalRequested {
+        request: agent_core::ApprovalRequest {
+            id,
+            tool_call_id: format!("c{id}"),
+            tool_name: "bash".into(),
+            subject: "cargo test -p x".into(),
+            reason: "runs outside the sandbox".into(),
+            justification: Some("needs the network".into()),
+            diff: None,
+            rule: rule.map(|r| r.iter().map(|w| w.to_string()).collect()),
+        },
+    }
+}
+
+#[test]
+fn keys_answer_the_question_on_screen() {
+    use agent_core::ApprovalDecision;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use tui::app::Action;
+    use tui::input::{InputState, on_key};
+    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    let mut app = App::new(Status::default());
+    let mut input = InputState::default();
+    app.on_event(&question(1, Some(&["cargo", "test"])));
+    assert_eq!(
+        on_key(&mut app, &mut input, key('y')),
+        [Action::Decide(1, ApprovalDecision::Approve)]
+    );
+    assert_eq!(
+        on_key(&mut app, &mut input, key('a')),
+        [Action::Decide(1, ApprovalDecision::ApproveAlways)]
+    );
+    assert_eq!(
+        on_key(&mut app, &mut input, key('n')),
+        [Action::Decide(1, ApprovalDecision::Deny { reason: None })]
+    );
+    // Typing is typing; Enter then denies and steers with the text.
+    for c in "use the cache".chars() {
+        assert!(on_key(&mut app, &mut input, key(c)).is_empty());
+    }
+    let actions = on_key(
+        &mut app,
+        &mut input,
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+    );
+    assert!(matches!(
+        &actions[0],
+        Action::Decide(1, ApprovalDecision::Deny { .. })
+    ));
+    assert_eq!(actions[1], Action::Steer("use the cache".into()));
+    // Answered (by anyone): the record stays, the question goes.
+    app.on_event(&AgentEvent::ApprovalDecided {
+        id: 1,
+        decision: ApprovalDecision::Approve,
+    });
+    assert!(app.approvals.is_empty());
+    assert!(
+        matches!(&app.cells.last().unwrap().kind, CellKind::Notice(n) if n.starts_with("Allowed bash once"))
+    );
+    // Without a rule on offer, `a` is just a letter.
+    app.on_event(&question(2, None));
+    assert!(on_key(&mut app, &mut input, key('a')).is_empty());
+}

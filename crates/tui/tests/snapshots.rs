@@ -272,3 +272,26 @@ fn scrolled_up_shows_how_to_get_back() {
     app.scroll = 10;
     insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 16));
 }
+
+#[test]
+fn a_write_outside_the_workspace_waits_for_approval() {
+    let mut app = app();
+    let mut events = vec![AgentEvent::AgentStart, user("Fix the hosts file")];
+    events.extend(tool("c1", "edit", json!({"path": "/etc/hosts"}), None));
+    events.push(AgentEvent::ApprovalRequested {
+        request: agent_core::ApprovalRequest {
+            id: 7,
+            tool_call_id: "c1".into(),
+            tool_name: "edit".into(),
+            subject: "/etc/hosts".into(),
+            reason: "writes outside the workspace".into(),
+            justification: Some("the test server needs a name".into()),
+            diff: Some("--- a/etc/hosts\n+++ b/etc/hosts\n@@ -1,2 +1,3 @@\n 127.0.0.1 localhost\n+127.0.0.1 api.test\n ::1 localhost\n".into()),
+            rule: None,
+        },
+    });
+    for event in &events {
+        app.on_event(event);
+    }
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 24));
+}

@@ -567,6 +567,7 @@ pub fn assert_paired(messages: &[AgentMessage]) {
 pub fn assert_balanced(events: &[AgentEvent]) {
     let (mut agent, mut turn, mut message) = (0i32, 0i32, 0i32);
     let mut tools: Vec<String> = Vec::new();
+    let mut questions: Vec<u64> = Vec::new();
     for event in events {
         match event {
             AgentEvent::AgentStart => {
@@ -616,8 +617,23 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }
             | AgentEvent::QueueReturned { .. } => {}
+            AgentEvent::ApprovalRequested { request } => {
+                assert!(
+                    tools.contains(&request.tool_call_id),
+                    "a question about a call that is not running"
+                );
+                questions.push(request.id);
+            }
+            AgentEvent::ApprovalDecided { id, .. } => {
+                let pos = questions
+                    .iter()
+                    .position(|q| q == id)
+                    .expect("an answer to an open question");
+                questions.remove(pos);
+            }
         }
     }
+    assert!(questions.is_empty(), "questions left open: {questions:?}");
     assert_eq!((agent, turn, message), (0, 0, 0), "sequence left open");
     assert!(tools.is_empty(), "tools left running: {tools:?}");
 }

@@ -1,6 +1,7 @@
 //! History cells: one per thing shown in the transcript. Each caches its wrapped lines per
 //! width and view flags, so redrawing a long session costs only the visible rows.
 
+pub mod approval;
 mod assistant;
 mod tool;
 
