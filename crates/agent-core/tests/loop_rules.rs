@@ -991,7 +991,7 @@ async fn an_approved_call_runs_and_the_answer_is_an_event() {
     assert!(h.log().is_empty(), "nothing runs before the answer");
     assert_eq!(
         h.agent.snapshot().await.unwrap().approvals,
-        [request.clone()]
+        std::slice::from_ref(&request)
     );
     h.agent
         .decide(request.id, agent_core::ApprovalDecision::Approve);
