@@ -46,8 +46,8 @@ fn repository_root_within(cwd: &Path, home: Option<&Path>) -> PathBuf {
     });
     for dir in cwd.ancestors() {
         // A directory that cannot be examined counts as open to all: the search fails closed.
-        let open_to_all = std::fs::metadata(dir)
-            .map_or(true, |meta| meta.permissions().mode() & 0o002 != 0);
+        let open_to_all =
+            std::fs::metadata(dir).map_or(true, |meta| meta.permissions().mode() & 0o002 != 0);
         if open_to_all {
             break;
         }
@@ -247,7 +247,10 @@ mod tests {
         std::fs::create_dir_all(home.join(".git")).unwrap();
         assert_eq!(repository_root_within(&cwd, Some(&home)), home);
         std::fs::create_dir_all(home.join("notes/.git")).unwrap();
-        assert_eq!(repository_root_within(&cwd, Some(&home)), home.join("notes"));
+        assert_eq!(
+            repository_root_within(&cwd, Some(&home)),
+            home.join("notes")
+        );
         // A cwd outside home is not limited by it.
         let elsewhere = outer.join("srv/app");
         std::fs::create_dir_all(&elsewhere).unwrap();

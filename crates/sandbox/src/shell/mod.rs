@@ -231,6 +231,7 @@ impl Parser {
     fn list(&mut self, end: End) -> Result<(), ParseError> {
         let mut current = Builder::default();
         let mut groups = 0usize;
+        let heredocs_before = self.heredocs.len();
         loop {
             self.skip_blanks();
             let Some(c) = self.peek() else {
@@ -279,6 +280,13 @@ impl Parser {
                     self.finish(&mut current);
                     if groups > 0 {
                         return Err(ParseError::Unterminated("`{`"));
+                    }
+                    // `$(cat <<E)` with the body on the lines after: bash versions disagree
+                    // on where that body is, so this reader does not guess.
+                    if self.heredocs.len() > heredocs_before {
+                        return Err(ParseError::Unsupported(
+                            "a here-document whose body is outside its `( … )`".into(),
+                        ));
                     }
                     return Ok(());
                 }

@@ -74,7 +74,9 @@ const READ_ONLY: &[Entry] = &[
     entry("stat", Args::Any, &[]),
     entry("du", Args::Any, &[]),
     entry("df", Args::Any, &[]),
-    entry("tree", Args::Checked, &["-o"]),
+    // `-o` writes the listing to a file; `-R` reruns tree with `-o 00Tree.html` in each
+    // directory.
+    entry("tree", Args::Checked, &["-o", "-R"]),
     entry(
         "sort",
         Args::Checked,

@@ -164,6 +164,14 @@ fn here_documents_feed_input_and_their_substitutions_run() {
         parse("cat <<EOF"),
         Err(ParseError::Unterminated("here-document"))
     );
+    assert_eq!(
+        words("echo $(cat <<E\nx $(rm y)\nE\n)"),
+        [vec!["cat"], vec!["rm", "y"], vec!["echo", "?"]]
+    );
+    assert!(matches!(
+        parse("echo $(cat <<E)\nrm x\nE"),
+        Err(ParseError::Unsupported(_))
+    ));
 }
 
 #[test]
@@ -370,6 +378,7 @@ fn not_read_only_lines() {
         "sort $ARGS",
         "uniq in out",
         "tree -o out",
+        "tree -R -H . -L 1",
         "file -C -m x",
         "rg --pre ./evil x",
         "rg --pre=./evil x",
