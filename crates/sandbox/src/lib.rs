@@ -2,3 +2,20 @@
 //! confinement of the commands it runs (Landlock, seccomp, mount namespaces; never the agent
 //! itself), the approval rules the user remembered, and which repositories the user trusts.
 //! No UI: questions for the user go out as agent events, through the host.
+//!
+//! - [`shell`] reads a bash command line into its simple commands, failing closed, and
+//!   [`is_known_read_only`] says whether every one of them is a read-only program.
+//! - [`rules`] holds the command prefixes the user allowed per project
+//!   (`$CODING_AGENT_HOME/approvals.toml`) and decides whether a command may run unasked.
+//! - [`trust`] remembers which repositories the user trusted, with a fingerprint of their
+//!   `.coding-agent/` (`$CODING_AGENT_HOME/trusted.toml`).
+
+mod home_file;
+pub mod rules;
+pub mod shell;
+pub mod trust;
+
+pub use home_file::StoreError;
+pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
+pub use shell::{Hazard, ParseError, is_known_read_only};
+pub use trust::{Fingerprint, Trust, TrustStore, fingerprint, wants};

@@ -1,5 +1,6 @@
 //! Project context: the `AGENTS.md` (or `CLAUDE.md`) files the model should follow.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::Home;
@@ -19,12 +20,45 @@ pub struct ProjectContext {
     pub truncated: bool,
 }
 
-/// The nearest ancestor of `cwd` (itself included) holding `.git`, else `cwd`.
+/// The repository root of `cwd`: the nearest ancestor (itself included) holding `.git`, else
+/// `cwd` itself. The search stops at `$HOME` when `cwd` is inside it, and before any
+/// world-writable directory (mode `o+w`, such as `/tmp`): anyone can create `/tmp/.git`, and
+/// the root decides whose `.coding-agent/` and `AGENTS.md` apply, so a root found at or above
+/// such a directory would let another user configure the agent in every directory below it.
 pub fn repository_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .unwrap_or(cwd)
-        .to_path_buf()
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    repository_root_within(cwd, home.as_deref())
+}
+
+/// [`repository_root`] with the user's home given (tests pass a fake one).
+fn repository_root_within(cwd: &Path, home: Option<&Path>) -> PathBuf {
+    // The highest directory the search may reach: `$HOME`, as written or canonical, when
+    // `cwd` is below it.
+    let limit = home.and_then(|home| {
+        if cwd.starts_with(home) {
+            return Some(home.to_path_buf());
+        }
+        std::fs::canonicalize(home)
+            .ok()
+            .filter(|canonical| cwd.starts_with(canonical))
+    });
+    for dir in cwd.ancestors() {
+        // A directory that cannot be examined counts as open to all: the search fails closed.
+        let open_to_all =
+            std::fs::metadata(dir).map_or(true, |meta| meta.permissions().mode() & 0o002 != 0);
+        if open_to_all {
+            break;
+        }
+        if dir.join(".git").exists() {
+            return dir.to_path_buf();
+        }
+        if limit.as_deref() == Some(dir) {
+            break;
+        }
+    }
+    cwd.to_path_buf()
 }
 
 /// Reads `AGENTS.md` — or `CLAUDE.md` where a directory has no `AGENTS.md` — from the home
@@ -166,5 +200,75 @@ mod tests {
                 .ends_with("the rest of these files was left out.]")
         );
         assert!(context.text.len() < 1200);
+    }
+
+    /// Makes `dir` writable by everyone, with the sticky bit, as `/tmp` is.
+    fn open_to_all(dir: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    }
+
+    #[test]
+    fn a_git_in_a_world_writable_directory_is_no_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().join("shared");
+        let cwd = shared.join("someone/else");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(shared.join(".git")).unwrap();
+        std::fs::create_dir_all(shared.join(".coding-agent")).unwrap();
+        open_to_all(&shared);
+        assert_eq!(repository_root(&cwd), cwd);
+        // Nor above one: a repository holding a world-writable directory.
+        let repo = tmp.path().join("repo");
+        let cwd = repo.join("scratch/sub");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        open_to_all(&repo.join("scratch"));
+        assert_eq!(repository_root(&cwd), cwd);
+        // A world-writable cwd is its own root, as with no repository at all.
+        assert_eq!(repository_root(&shared), shared);
+        // A repository inside a world-writable directory is found as before.
+        let inside = shared.join("mine");
+        std::fs::create_dir_all(inside.join(".git")).unwrap();
+        std::fs::create_dir_all(inside.join("src")).unwrap();
+        assert_eq!(repository_root(&inside.join("src")), inside);
+    }
+
+    #[test]
+    fn the_search_stops_at_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outer = tmp.path().join("outer");
+        let home = outer.join("home/me");
+        let cwd = home.join("notes/today");
+        std::fs::create_dir_all(outer.join(".git")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        assert_eq!(repository_root_within(&cwd, Some(&home)), cwd);
+        // Home itself may be a repository (dotfiles), and a repository under it is found.
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        assert_eq!(repository_root_within(&cwd, Some(&home)), home);
+        std::fs::create_dir_all(home.join("notes/.git")).unwrap();
+        assert_eq!(
+            repository_root_within(&cwd, Some(&home)),
+            home.join("notes")
+        );
+        // A cwd outside home is not limited by it.
+        let elsewhere = outer.join("srv/app");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        assert_eq!(repository_root_within(&elsewhere, Some(&home)), outer);
+        assert_eq!(repository_root_within(&elsewhere, None), outer);
+    }
+
+    #[test]
+    fn home_is_compared_in_canonical_form_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        let home = real.join("me");
+        let cwd = home.join("project");
+        std::fs::create_dir_all(real.join(".git")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        // `$HOME` names the link; the cwd is the real path.
+        assert_eq!(repository_root_within(&cwd, Some(&link.join("me"))), cwd);
     }
 }
