@@ -239,6 +239,31 @@ impl Sandbox {
         Confinement::prepare(&self.policy, &self.capabilities)
     }
 
+    /// The note for a confined command that failed with `output`, when the output shows
+    /// the kind of error the sandbox causes: a refused write ("Permission denied",
+    /// "Read-only file system", "Operation not permitted", the errno names), or with the
+    /// network off a name that cannot be resolved. `None` otherwise. A false positive (a
+    /// file that is unreadable for other reasons) costs one sentence; a missed one leaves
+    /// the model guessing, so the match is broad.
+    pub fn explain_failure(&self, output: &str) -> Option<String> {
+        const DENIED: &[&str] = &[
+            "Permission denied",
+            "Read-only file system",
+            "Operation not permitted",
+            "EACCES",
+            "EPERM",
+            "EROFS",
+        ];
+        const NO_NETWORK: &[&str] = &[
+            "Could not resolve host",
+            "Temporary failure in name resolution",
+            "Network is unreachable",
+        ];
+        let denied = DENIED.iter().any(|p| output.contains(p))
+            || (!self.policy.network && NO_NETWORK.iter().any(|p| output.contains(p)));
+        (denied && self.policy.mode != SandboxMode::DangerFullAccess).then(|| self.denial_note())
+    }
+
     /// What the sandbox allows, and how to ask for more: appended to a confined command's
     /// result when it failed on a permission error.
     pub fn denial_note(&self) -> String {
