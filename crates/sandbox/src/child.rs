@@ -20,14 +20,16 @@ use std::os::fd::RawFd;
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
 pub(crate) const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
 
-/// Bind-mount `path` onto itself and remount it read-only.
+/// Bind-mount `path` onto itself, and remount it read-only unless `remount_flags` is
+/// `None`. Even a writable bind is useful: a mount point cannot be renamed or removed, so
+/// `.git` cannot be moved aside and replaced by a copy with hooks of the command's choosing.
 #[derive(Debug)]
-pub(crate) struct ReadOnlyBind {
+pub(crate) struct Bind {
     pub path: CString,
-    /// Flags of the remount: `MS_BIND | MS_REMOUNT | MS_RDONLY` plus the flags the mount
-    /// already has (nosuid, nodev, noexec, atime). In a user namespace those are locked:
-    /// a remount that would clear one fails with EPERM.
-    pub remount_flags: libc::c_ulong,
+    /// Flags of the read-only remount: `MS_BIND | MS_REMOUNT | MS_RDONLY` plus the flags the
+    /// mount already has (nosuid, nodev, noexec, atime). In a user namespace those are
+    /// locked: a remount that would clear one fails with EPERM.
+    pub remount_flags: Option<libc::c_ulong>,
 }
 
 /// How a command enters its own user namespace.
@@ -51,7 +53,8 @@ const ALL_IDS: &[u8] = b"0 0 4294967295\n";
 #[derive(Debug, Default)]
 pub(crate) struct MountPlan {
     pub user_ns: Option<UserNs>,
-    pub binds: Vec<ReadOnlyBind>,
+    /// In order: an enclosing directory's bind comes before those inside it.
+    pub binds: Vec<Bind>,
     /// The command's working directory (absolute), entered again after the mounts: a cwd
     /// inside a protected path would otherwise still point at the writable mount.
     pub cwd: Option<CString>,
@@ -88,7 +91,8 @@ fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Enters a new mount namespace (inside a new user namespace if `plan.user_ns` is set),
-/// detaches it from the parent's mount propagation, and makes each bind read-only. A path
+/// detaches it from the parent's mount propagation, and makes each bind (read-only unless
+/// said otherwise). A path
 /// that disappeared since the parent looked is skipped: there is nothing left to protect.
 pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
     match &plan.user_ns {
@@ -132,13 +136,15 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
                 }
                 return Err(error);
             }
-            check(libc::mount(
-                std::ptr::null(),
-                path,
-                std::ptr::null(),
-                bind.remount_flags,
-                std::ptr::null(),
-            ))?;
+            if let Some(flags) = bind.remount_flags {
+                check(libc::mount(
+                    std::ptr::null(),
+                    path,
+                    std::ptr::null(),
+                    flags,
+                    std::ptr::null(),
+                ))?;
+            }
         }
         if let Some(cwd) = &plan.cwd {
             check(libc::chdir(cwd.as_ptr()))?;

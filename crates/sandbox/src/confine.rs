@@ -10,7 +10,9 @@
 //!    its own, makes `/` private so nothing propagates back to the agent, and bind-mounts
 //!    each protected path onto itself read-only: writes there fail with EROFS. A path that
 //!    does not exist yet (no `.coding-agent/`) cannot be bind-mounted: the command may
-//!    create it, which is reported in [`Prepared::left_out`]. A user that is not root gets
+//!    create it, which is reported in [`Prepared::left_out`]. The git directories are bound
+//!    onto themselves first (writable): a mount point cannot be renamed, so `.git` cannot be
+//!    moved aside and replaced by a copy with hooks. A user that is not root gets
 //!    the mount namespace through a user namespace that maps it to itself. Root enters a
 //!    user namespace that maps every id to itself for *every* confined command when the
 //!    kernel allows it: the command keeps root's rights over files but holds its
@@ -58,7 +60,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::child::{self, MountPlan, ReadOnlyBind, UserNs};
+use crate::child::{self, Bind, MountPlan, UserNs};
 use crate::policy::{Policy, SandboxMode, WRITABLE_DEVICES};
 use crate::probe::{Capabilities, MountNs, Summary};
 
@@ -211,14 +213,28 @@ impl Prepared {
 pub struct Sandbox {
     policy: Policy,
     capabilities: Capabilities,
+    /// [`Policy::git_redirects`] when the sandbox was made: the user's own setup.
+    known_redirects: Vec<PathBuf>,
 }
 
 impl Sandbox {
     pub fn new(policy: Policy, capabilities: Capabilities) -> Sandbox {
         Sandbox {
+            known_redirects: policy.git_redirects(),
             policy,
             capabilities,
         }
+    }
+
+    /// Git redirections ([`Policy::git_redirects`]) that appeared since the sandbox was
+    /// made: a command created them (the kernel cannot stop that, see the policy). Checked
+    /// after each command, and reported until they are gone.
+    pub fn new_git_redirects(&self) -> Vec<PathBuf> {
+        self.policy
+            .git_redirects()
+            .into_iter()
+            .filter(|p| !self.known_redirects.contains(p))
+            .collect()
     }
 
     pub fn policy(&self) -> &Policy {
@@ -241,7 +257,8 @@ impl Sandbox {
 
     /// The note for a confined command that failed with `output`, when the output shows
     /// the kind of error the sandbox causes: a refused write ("Permission denied",
-    /// "Read-only file system", "Operation not permitted", the errno names), or with the
+    /// "Read-only file system", "Operation not permitted", "Device or resource busy", the
+    /// errno names), or with the
     /// network off a name that cannot be resolved. `None` otherwise. A false positive (a
     /// file that is unreadable for other reasons) costs one sentence; a missed one leaves
     /// the model guessing, so the match is broad.
@@ -250,6 +267,8 @@ impl Sandbox {
             "Permission denied",
             "Read-only file system",
             "Operation not permitted",
+            // Removing or renaming a read-only bind (a mount point).
+            "Device or resource busy",
             "EACCES",
             "EPERM",
             "EROFS",
@@ -311,10 +330,31 @@ fn mount_plan(
 ) -> Result<(Option<MountPlan>, Vec<String>), SandboxError> {
     let mut binds = Vec::new();
     let mut absent = Vec::new();
-    for path in policy.protected_paths() {
+    let protected = policy.protected_paths();
+    if !protected.is_empty() {
+        // The git directories become mount points (writable) first, so they cannot be
+        // renamed away and replaced; the read-only binds inside them follow.
+        let mut dirs = policy.git_dirs();
+        // An enclosing directory first (a worktree's common dir holds its git dir): a bind
+        // made later on an enclosing path would hide the earlier one.
+        dirs.sort_by_key(|d| d.components().count());
+        dirs.dedup();
+        for dir in dirs {
+            if dir.is_dir() {
+                binds.push(Bind {
+                    path: c_path(&dir)?,
+                    remount_flags: None,
+                });
+            }
+        }
+    }
+    for path in protected {
         if std::fs::symlink_metadata(&path).is_err() {
-            // A worktree without its own config is the normal case: nothing to say.
-            if path.file_name() != Some(std::ffi::OsStr::new("config.worktree")) {
+            // Normally absent, and said once in the docs rather than for every command.
+            let expected = ["config.worktree", "commondir"]
+                .iter()
+                .any(|name| path.file_name() == Some(std::ffi::OsStr::new(name)));
+            if !expected {
                 absent.push(format!(
                     "{} does not exist yet, so it cannot be made read-only: a command may \
                      create it",
@@ -323,15 +363,18 @@ fn mount_plan(
             }
             continue;
         }
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| SandboxError::Mount(format!("{} holds a NUL byte", path.display())))?;
-        let Some(flags) = child::mount_flags(&c_path) else {
+        let path = c_path(&path)?;
+        let Some(flags) = child::mount_flags(&path) else {
             continue;
         };
-        binds.push(ReadOnlyBind {
-            path: c_path,
-            remount_flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+        binds.push(Bind {
+            path,
+            remount_flags: Some(libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags),
         });
+    }
+    // Only writable binds (no protected path exists): nothing worth a namespace.
+    if binds.iter().all(|b| b.remount_flags.is_none()) {
+        binds.clear();
     }
     let (uid, gid) = child::effective_ids();
     let user_ns = match method {
@@ -354,6 +397,11 @@ fn mount_plan(
         }),
         absent,
     ))
+}
+
+fn c_path(path: &Path) -> Result<CString, SandboxError> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| SandboxError::Mount(format!("{} holds a NUL byte", path.display())))
 }
 
 /// The Landlock ruleset of `policy`: read and execute beneath `/`, everything beneath the

@@ -168,19 +168,63 @@ impl Policy {
         if self.mode != SandboxMode::WorkspaceWrite {
             return Vec::new();
         }
+        let dot_git = self.workspace.join(".git");
         let mut paths = vec![
-            self.workspace.join(".git").join("hooks"),
-            self.workspace.join(".git").join("config"),
+            dot_git.join("hooks"),
+            dot_git.join("config"),
+            // Points git at another directory's config and hooks; git never writes it in a
+            // plain `.git`, so it normally does not exist (see `git_redirects`).
+            dot_git.join("commondir"),
             self.workspace.join(".coding-agent"),
         ];
-        for dir in linked_git_dirs(&self.workspace) {
+        let linked = linked_git_dirs(&self.workspace);
+        if !linked.is_empty() {
+            // The `gitdir:` file itself: rewritten, it would send git elsewhere.
+            paths.push(dot_git);
+        }
+        for dir in linked {
             paths.push(dir.join("hooks"));
             paths.push(dir.join("config"));
             // A worktree's own config (extensions.worktreeConfig) is config too.
             paths.push(dir.join("config.worktree"));
+            // A worktree's pointer to the main repository.
+            paths.push(dir.join("commondir"));
         }
         paths.dedup();
         paths
+    }
+
+    /// The workspace's real git directories: `.git` when it is a directory, else the
+    /// directories its `gitdir:` file leads to. Empty when there is none or the mode is not
+    /// `workspace-write`.
+    pub fn git_dirs(&self) -> Vec<PathBuf> {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return Vec::new();
+        }
+        let dot_git = self.workspace.join(".git");
+        match std::fs::symlink_metadata(&dot_git) {
+            Ok(meta) if meta.is_dir() => vec![dot_git],
+            Ok(_) => linked_git_dirs(&self.workspace),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Files that redirect git to another directory for its config and hooks and that a
+    /// command could have created, because they cannot be protected before they exist:
+    /// `commondir` in a plain `.git` directory (git reads it in any git directory but only
+    /// writes it in a worktree's). Empty normally; anything listed deserves the user's eyes
+    /// before git runs again. The host checks after each command.
+    pub fn git_redirects(&self) -> Vec<PathBuf> {
+        let dot_git = self.workspace.join(".git");
+        if !dot_git.is_dir() {
+            return Vec::new();
+        }
+        let commondir = dot_git.join("commondir");
+        if std::fs::symlink_metadata(&commondir).is_ok() {
+            vec![commondir]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Whether the write and edit tools may write `path` (relative paths are relative to
@@ -447,6 +491,11 @@ mod tests {
         assert!(policy.write_allowed(&ws.join(".git/objects/ab/cdef")));
         assert!(policy.write_allowed(&ws.join(".git/refs/heads/main")));
         assert!(policy.write_allowed(&ws.join(".git/config.lock")));
+        // A redirection of git to another directory's config and hooks.
+        assert!(!policy.write_allowed(&ws.join(".git/commondir")));
+        assert!(policy.git_redirects().is_empty());
+        std::fs::write(ws.join(".git/commondir"), "/tmp/elsewhere\n").unwrap();
+        assert_eq!(policy.git_redirects(), vec![ws.join(".git/commondir")]);
     }
 
     #[test]
@@ -478,6 +527,10 @@ mod tests {
         assert!(!policy.write_allowed(&common.join("hooks/pre-commit")));
         assert!(!policy.write_allowed(&common.join("config")));
         assert!(!policy.write_allowed(&git_dir.join("config.worktree")));
+        assert!(!policy.write_allowed(&git_dir.join("commondir")));
+        // The `gitdir:` file in the workspace.
+        assert!(!policy.write_allowed(&ws.join(".git")));
+        assert!(policy.git_redirects().is_empty());
         let protected = policy.protected_paths();
         assert!(protected.contains(&common.join("hooks")), "{protected:?}");
         assert!(protected.contains(&git_dir.join("config")), "{protected:?}");

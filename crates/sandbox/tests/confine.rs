@@ -440,3 +440,111 @@ fn scenario_the_agent_s_namespace_is_out_of_reach_through_proc() {
     assert!(!out.status.success(), "{}", stderr(&out));
     assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
 }
+
+#[test]
+fn a_permission_error_gets_the_note_and_other_failures_do_not() {
+    let ws = std::path::Path::new("/var/tmp");
+    let sandbox = |mode, network| {
+        sandbox::Sandbox::new(Policy::new(mode, ws, &[], network), Capabilities::none())
+    };
+    let write = sandbox(SandboxMode::WorkspaceWrite, Some(true));
+    for output in [
+        "touch: cannot touch '/etc/x': Permission denied",
+        "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system",
+        "socket: Operation not permitted",
+        "error: EACCES while writing",
+    ] {
+        let note = write.explain_failure(output).expect(output);
+        assert!(note.contains("workspace-write"), "{note}");
+        assert!(note.contains("the network is on"), "{note}");
+    }
+    assert_eq!(
+        write.explain_failure("error[E0308]: mismatched types"),
+        None
+    );
+    // A host name that cannot be resolved is the sandbox's doing only with the network off.
+    let resolve = "curl: (6) Could not resolve host: example.com";
+    assert_eq!(write.explain_failure(resolve), None);
+    let offline = sandbox(SandboxMode::WorkspaceWrite, Some(false));
+    let note = offline.explain_failure(resolve).unwrap();
+    assert!(note.contains("the network is off"), "{note}");
+    let read_only = sandbox(SandboxMode::ReadOnly, None);
+    let note = read_only.explain_failure("Permission denied").unwrap();
+    assert!(
+        note.contains("(read-only): it may not write any file"),
+        "{note}"
+    );
+    let full = sandbox(SandboxMode::DangerFullAccess, None);
+    assert_eq!(full.explain_failure("Permission denied"), None);
+}
+
+#[test]
+fn scenario_git_dir_cannot_be_moved_aside_and_replaced() {
+    expect_user();
+    let scene = Scene::new();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "git init -q && git commit -q --allow-empty -m one",
+    ));
+    // Moving .git away to put a copy with a hook in its place: .git is a mount point.
+    let out = run(
+        &sandbox,
+        &scene,
+        "mv .git .git-old && cp -r .git-old .git && echo 'echo pwned' > .git/hooks/pre-commit",
+    );
+    assert_refused(&out, "busy");
+    assert!(scene.ws.join(".git/HEAD").exists());
+    assert!(!scene.ws.join(".git-old").exists());
+    assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
+    assert!(
+        !run(&sandbox, &scene, "mv .git/hooks hooks-old")
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn scenario_a_worktree_commits_but_its_common_hooks_stay_read_only() {
+    expect_user();
+    let scene = Scene::new();
+    let main = scene.ws.join("main");
+    std::fs::create_dir(&main).unwrap();
+    let setup = shell(
+        &main,
+        &scene.outside,
+        "git init -q && git commit -q --allow-empty -m one && git worktree add -q ../wt",
+    )
+    .output()
+    .unwrap();
+    assert_ok(&setup);
+    // The workspace is the worktree; the main repository is beside it, outside.
+    let wt = scene.ws.join("wt");
+    let sandbox = sandbox::Sandbox::new(
+        Policy::new(SandboxMode::WorkspaceWrite, &wt, &[], None),
+        capabilities(),
+    );
+    let run_wt = |script: &str| run_with(sandbox.prepare().unwrap(), &scene, &wt, script);
+    assert_ok(&run_wt("echo x > f && git add f && git commit -qm two"));
+    let out = run_wt("echo 'echo pwned' > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"");
+    assert_refused(&out, "Read-only file system");
+    assert!(!main.join(".git/hooks/pre-commit").exists());
+    assert!(!run_wt("git config user.name evil").status.success());
+    // Neither pointer that leads git to its config and hooks can be redirected.
+    assert_refused(
+        &run_wt("echo 'gitdir: /tmp/evil' > .git"),
+        "Read-only file system",
+    );
+    assert_refused(
+        &run_wt("echo /tmp/evil > \"$(git rev-parse --git-dir)/commondir\""),
+        "Read-only file system",
+    );
+    assert!(
+        !run_wt("mv ../main/.git/worktrees/wt ../main/.git/worktrees/x")
+            .status
+            .success()
+    );
+    // The rest of the main repository is as protected as any path outside the workspace.
+    assert_refused(&run_wt("touch ../main/file"), "Permission denied");
+}

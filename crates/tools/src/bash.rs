@@ -341,6 +341,19 @@ fn result(
     if let Some(sandbox_note) = sandbox_note {
         text = format!("{text}\n{sandbox_note}");
     }
+    // A file the sandbox cannot protect before it exists, that makes git run another
+    // directory's hooks: the user must know before running git. Said after every command
+    // until it is gone (a background job may have made it since the last one).
+    if let Some(c) = confinement {
+        for path in c.sandbox.new_git_redirects() {
+            text = format!(
+                "{text}\n[Warning: a command created {}: git now takes its config and hooks \
+                 from the directory it names, outside the sandbox's protection. Check it \
+                 before running git.]",
+                path.display()
+            );
+        }
+    }
     ToolOutput {
         details: Some(json!({
             "exit_code": code,

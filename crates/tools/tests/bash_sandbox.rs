@@ -314,3 +314,40 @@ async fn without_a_sandbox_commands_run_unconfined() {
     assert!(scene.outside.join("free").exists());
     assert_eq!(out.details.as_ref().unwrap()["sandbox"], Value::Null);
 }
+
+#[tokio::test]
+async fn scenario_a_git_redirection_is_flagged_until_removed() {
+    expect_user();
+    let scene = Scene::new();
+    let init = bash(
+        &scene,
+        &scene.tool(SandboxMode::WorkspaceWrite, None),
+        "git init -q",
+    )
+    .await;
+    assert!(!init.is_error, "{}", text(&init));
+    // Made after `git init`, as the host makes it at startup.
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let warning = format!(
+        "[Warning: a command created {}: git now takes its config and hooks",
+        scene.ws.join(".git/commondir").display()
+    );
+    // .git/commondir cannot be bind-mounted before it exists: the kernel lets it through,
+    // here from a background job that outlives its command.
+    let out = bash(
+        &scene,
+        &tool,
+        "(sleep 0.2; echo \"$OUT\" > .git/commondir; touch made) > /dev/null 2>&1 &",
+    )
+    .await;
+    assert!(!text(&out).contains("Warning"), "{}", text(&out));
+    assert!(wait_for(&scene.ws.join("made"), Duration::from_secs(30)));
+    let next = bash(&scene, &tool, "true").await;
+    assert!(text(&next).contains(&warning), "{}", text(&next));
+    // Now it exists it is mounted read-only like the rest: the user removes it.
+    let rm = bash(&scene, &tool, "rm .git/commondir").await;
+    assert_refused_with_note(&rm, "Device or resource busy");
+    std::fs::remove_file(scene.ws.join(".git/commondir")).unwrap();
+    let after = bash(&scene, &tool, "true").await;
+    assert!(!text(&after).contains("Warning"), "{}", text(&after));
+}
