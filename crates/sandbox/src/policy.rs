@@ -9,8 +9,8 @@
 //! The modes and their names are Codex's, so users who know one know the other:
 //! - `read-only`: commands read everything and write nothing (only the harmless character
 //!   devices such as `/dev/null`, see [`WRITABLE_DEVICES`]); network off by default.
-//! - `workspace-write` (the default): writes go only to the workspace, the temp dirs and the
-//!   configured extra paths; inside the workspace `.git/hooks`, `.git/config` and
+//! - `workspace-write` (the default): writes go only to the workspace, the temp dirs
+//!   (`$TMPDIR`, `/tmp`, `/dev/shm`) and the configured extra paths; inside the workspace `.git/hooks`, `.git/config` and
 //!   `.coding-agent/` stay read-only, because each of them makes something run later
 //!   *outside* the sandbox (a hook on the next commit, a config's `core.fsmonitor` or alias,
 //!   the agent's own project config). Network on by default.
@@ -95,7 +95,7 @@ pub struct Policy {
     /// Whether commands may open network sockets (IPv4, IPv6, netlink, …). Unix sockets
     /// are always allowed.
     pub network: bool,
-    /// `std::env::temp_dir()` and `/tmp`, resolved and without duplicates.
+    /// `std::env::temp_dir()`, `/tmp` and `/dev/shm`, resolved and without duplicates.
     temp_dirs: Vec<PathBuf>,
 }
 
@@ -118,11 +118,15 @@ impl Policy {
             .map(|p| expand(&workspace, p))
             .map(|p| resolve(&p).unwrap_or(p))
             .collect();
-        let mut temp_dirs: Vec<PathBuf> = [std::env::temp_dir(), PathBuf::from("/tmp")]
-            .iter()
-            .map(|p| resolve(p).unwrap_or_else(|| p.clone()))
-            .collect();
-        temp_dirs.dedup();
+        // /dev/shm is where POSIX shared memory and semaphores live (Python's
+        // multiprocessing, test runners that fork workers): a temp dir in all but name.
+        let mut temp_dirs: Vec<PathBuf> = Vec::new();
+        for dir in [std::env::temp_dir(), "/tmp".into(), "/dev/shm".into()] {
+            let dir = resolve(&dir).unwrap_or(dir);
+            if !temp_dirs.contains(&dir) {
+                temp_dirs.push(dir);
+            }
+        }
         let network = match mode {
             SandboxMode::DangerFullAccess => true,
             SandboxMode::WorkspaceWrite => network.unwrap_or(true),
@@ -420,6 +424,7 @@ mod tests {
         assert!(policy.write_allowed(&extra.join("x")));
         assert!(policy.write_allowed(&std::env::temp_dir().join("scratch")));
         assert!(policy.write_allowed(Path::new("/tmp/scratch")));
+        assert!(policy.write_allowed(Path::new("/dev/shm/sem.pytest")));
         assert!(!policy.write_allowed(&dir.path().join("beside-the-workspace")));
         assert!(!policy.write_allowed(Path::new("/etc/passwd")));
         assert!(!policy.write_allowed(Path::new("/")));

@@ -55,6 +55,12 @@ fn scenario_workspace_write_allows_the_workspace_and_temp_but_nothing_outside() 
         &scene,
         &format!("echo x > {}/scratch", tmp.path().display()),
     ));
+    // POSIX shared memory (Python's multiprocessing semaphores live there).
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "f=/dev/shm/sandbox-test-$$ && echo x > $f && rm $f",
+    ));
 
     let out = run(&sandbox, &scene, "touch \"$OUT/outside\"");
     assert_refused(&out, "Permission denied");
