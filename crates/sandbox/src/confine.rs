@@ -163,10 +163,12 @@ impl Prepared {
     /// It confines the calling process for good: calling it in the agent would confine the
     /// agent. It is async-signal-safe, so it may run in the child of a multi-threaded
     /// process: it only passes memory prepared by [`Confinement::prepare`] (C strings, id
-    /// map bytes, the BPF program, the ruleset's file descriptor) to raw system calls
-    /// (`unshare`, `open`/`write`/`close` on `/proc/self`, `mount`, `chdir`, `prctl`,
-    /// `landlock_restrict_self`, `seccomp`); it does not allocate, take a lock or panic,
-    /// and its errors are `io::Error`s made from `errno`, which do not allocate.
+    /// map bytes, the BPF program, the ruleset's file descriptor) and stack buffers to raw
+    /// system calls (`unshare`, `open`/`write`/`close` on `/proc`, `mount`, `chdir`,
+    /// `prctl`, `landlock_restrict_self`, `seccomp`; for root's user namespace also `pipe2`,
+    /// `fork`, `read`, `waitpid` and `_exit` of a helper that runs only such calls); it does
+    /// not allocate, take a lock or panic, and its errors are `io::Error`s made from
+    /// `errno`, which do not allocate.
     pub unsafe fn apply_in_child(&self) -> io::Result<()> {
         if let Some(plan) = &self.mounts {
             child::enter_mount_namespace(plan)?;

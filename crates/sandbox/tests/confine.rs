@@ -554,3 +554,45 @@ fn scenario_a_worktree_commits_but_its_common_hooks_stay_read_only() {
     // The rest of the main repository is as protected as any path outside the workspace.
     assert_refused(&run_wt("touch ../main/file"), "Permission denied");
 }
+
+#[test]
+fn scenario_a_step_that_fails_in_the_child_stops_the_command() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    // A plain mount namespace: what root gets without user namespaces. A user that is not
+    // root may not unshare(CLONE_NEWNS), so the step fails in the child.
+    let caps = Capabilities {
+        mount_ns: MountNs::Plain,
+        ..capabilities()
+    };
+    let policy = Policy::new(SandboxMode::WorkspaceWrite, &scene.ws, &[], None);
+    let prepared = Confinement::prepare(&policy, &caps).unwrap();
+    assert_eq!(prepared.layers(), ["mountns", "landlock"]);
+    let mut command = shell(
+        &scene.ws,
+        &scene.outside,
+        "touch ran; echo x > .git/hooks/x",
+    );
+    prepared.install(&mut command);
+    match command.output() {
+        Ok(out) => {
+            assert!(
+                is_root(),
+                "only root may unshare a mount namespace without a user one"
+            );
+            assert!(scene.ws.join("ran").exists());
+            assert!(
+                stderr(&out).contains("Read-only file system"),
+                "{}",
+                stderr(&out)
+            );
+        }
+        Err(error) => {
+            assert!(!is_root(), "{error}");
+            assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
+            // Never half-confined: the command did not run at all.
+            assert!(!scene.ws.join("ran").exists());
+        }
+    }
+}
