@@ -1,5 +1,7 @@
 //! `bash`: run a shell command in its own process group, stream its output, and make sure
-//! nothing it started outlives an abort or a timeout.
+//! nothing it started outlives an abort or a timeout. With a sandbox, each command (and
+//! everything it starts) is confined by the kernel before it runs; the model may ask to run
+//! one outside it (`escalate`), which the host approves first.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -12,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use crate::args::{required_str, usize_arg};
+use crate::args::{bool_arg, required_str, usize_arg};
 use crate::spill::{DEFAULT_SPILL_CAP, SpillDir, SpillFile};
 use crate::truncate::{MAX_BYTES, MAX_LINES, tail};
 use crate::watchdog;
@@ -36,6 +38,13 @@ pub struct BashOptions {
     pub spill_dir: SpillDir,
     /// Largest saved output in bytes; beyond it the start is dropped.
     pub spill_cap: u64,
+    /// The kernel confinement of each command (prepared anew per command: protected paths
+    /// may appear). `None` runs commands unconfined (`danger-full-access`).
+    ///
+    /// A call with `"escalate": true` runs unconfined whatever this says. The tool does not
+    /// ask anyone: the host's before-hook must ask the user to approve such a call (showing
+    /// its `justification`) and block it when refused, or escalation is free for the model.
+    pub sandbox: Option<Arc<sandbox::Sandbox>>,
 }
 
 impl Default for BashOptions {
@@ -44,6 +53,7 @@ impl Default for BashOptions {
             hidden_env: key_env_vars(&llm::Registry::builtin(), &[]),
             spill_dir: SpillDir::default(),
             spill_cap: DEFAULT_SPILL_CAP,
+            sandbox: None,
         }
     }
 }
@@ -99,7 +109,11 @@ impl Tool for BashTool {
          and stderr together; beyond 2000 lines or 50 KB only the end is shown and the full \
          output is saved to a file whose path is given. A non-zero exit code is an error. \
          `timeout` is in seconds (none by default); on timeout or abort the command and \
-         everything it started is killed."
+         everything it started is killed. Commands may run in a sandbox that limits where \
+         they write and whether they reach the network; when one fails because of it, the \
+         result says what is allowed. Only then, and only if the task needs it, set \
+         `escalate` to true with a one-line `justification`: the user is asked to approve \
+         running that command outside the sandbox."
     }
 
     fn parameters(&self) -> Value {
@@ -107,7 +121,9 @@ impl Tool for BashTool {
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command line"},
-                "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed"}
+                "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed"},
+                "escalate": {"type": "boolean", "description": "Run outside the sandbox; the user is asked to approve it first. Only after a sandbox refusal"},
+                "justification": {"type": "string", "description": "With escalate: one line telling the user why the command needs to run outside the sandbox"}
             },
             "required": ["command"]
         })
@@ -120,7 +136,13 @@ impl Tool for BashTool {
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let command = required_str(&args, "command")?;
         let timeout = usize_arg(&args, "timeout").map(|s| Duration::from_secs(s as u64));
-        run(&self.cwd, &self.options, command, timeout, &ctx)
+        // The host's before-hook approved the escalation (or blocked the call).
+        let sandbox = if bool_arg(&args, "escalate") {
+            None
+        } else {
+            self.options.sandbox.as_deref()
+        };
+        run(&self.cwd, &self.options, sandbox, command, timeout, &ctx)
             .await
             .map_err(ToolError)
     }
@@ -136,6 +158,7 @@ enum End {
 async fn run(
     cwd: &std::path::Path,
     options: &BashOptions,
+    sandbox: Option<&sandbox::Sandbox>,
     command: &str,
     timeout: Option<Duration>,
     ctx: &ToolContext,
@@ -161,9 +184,29 @@ async fn run(
     for name in &options.hidden_env {
         shell_command.env_remove(name);
     }
-    let mut child = shell_command
-        .spawn()
-        .map_err(|e| format!("Cannot start {shell}: {e}."))?;
+    let confinement = match sandbox {
+        Some(sandbox) => {
+            let prepared = sandbox.prepare().map_err(|e| {
+                format!("The sandbox could not be prepared ({e}); the command did not run.")
+            })?;
+            let confinement = Confined {
+                layers: prepared.layers().join("+"),
+                left_out: prepared.left_out().to_vec(),
+                sandbox,
+            };
+            prepared.install(shell_command.as_std_mut());
+            Some(confinement)
+        }
+        None => None,
+    };
+    let mut child = shell_command.spawn().map_err(|e| match &confinement {
+        // A step of the confinement failed in the child: the command never ran.
+        Some(c) => format!(
+            "Cannot start {shell} in the sandbox ({}): {e}. The command did not run.",
+            c.layers
+        ),
+        None => format!("Cannot start {shell}: {e}."),
+    })?;
     let pgid = child.id().map(|id| id as i32);
     let mut group = ProcessGroup {
         pgid,
@@ -219,10 +262,23 @@ async fn run(
         }
     }
     let out = std::mem::replace(&mut *lock(&output), Output::new(options));
-    Ok(result(out, end, started.elapsed()))
+    Ok(result(out, end, started.elapsed(), confinement.as_ref()))
 }
 
-fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
+/// How a command was confined, for its result.
+struct Confined<'a> {
+    /// The layers applied, `landlock+seccomp`; empty when the kernel offered none.
+    layers: String,
+    left_out: Vec<String>,
+    sandbox: &'a sandbox::Sandbox,
+}
+
+fn result(
+    out: Output,
+    end: End,
+    elapsed: Duration,
+    confinement: Option<&Confined<'_>>,
+) -> ToolOutput {
     let shown = out.tail_text();
     let cut = out.total as usize > shown.len();
     let mut text;
@@ -271,11 +327,32 @@ fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
             None,
         ),
     };
+    // A refusal by the sandbox looks like any permission error: say what it allows.
+    let sandbox_note = match (confinement, &end) {
+        (Some(c), End::Exited(status)) if !status.success() => c.sandbox.explain_failure(&text),
+        _ => None,
+    };
     if text.trim().is_empty() {
         text = "(no output)".to_string();
     }
     if let Some(note) = note {
         text = format!("{}\n[{note}]", text.trim_end_matches('\n'));
+    }
+    if let Some(sandbox_note) = sandbox_note {
+        text = format!("{text}\n{sandbox_note}");
+    }
+    // A file the sandbox cannot protect before it exists, that makes git run another
+    // directory's hooks: the user must know before running git. Said after every command
+    // until it is gone (a background job may have made it since the last one).
+    if let Some(c) = confinement {
+        for path in c.sandbox.new_git_redirects() {
+            text = format!(
+                "{text}\n[Warning: a command created {}: git now takes its config and hooks \
+                 from the directory it names, outside the sandbox's protection. Check it \
+                 before running git.]",
+                path.display()
+            );
+        }
     }
     ToolOutput {
         details: Some(json!({
@@ -284,6 +361,11 @@ fn result(out: Output, end: End, elapsed: Duration) -> ToolOutput {
             "truncated": cut,
             "full_output": out.spill.as_ref().map(|s| s.path.display().to_string()),
             "full_output_dropped_bytes": out.spill.as_ref().map_or(0, |s| s.dropped),
+            // `null`: not confined (no sandbox, or escalated).
+            "sandbox": confinement.map(|c| json!({
+                "layers": c.layers,
+                "left_out": c.left_out,
+            })),
         })),
         is_error,
         ..ToolOutput::text(text)

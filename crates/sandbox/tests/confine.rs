@@ -1,0 +1,598 @@
+//! Confined commands on the real kernel: what they may and may not write, the read-only git
+//! and project config, the network switch, inheritance by background jobs and grandchildren.
+//!
+//! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
+//! (`scenarios_hold_as_nobody`), where the carve-outs go through a user namespace.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use common::*;
+use sandbox::{Capabilities, Confinement, MountNs, Policy, SandboxMode};
+
+#[test]
+fn scenarios_hold_as_nobody() {
+    // SAFETY: getuid cannot fail.
+    assert_eq!(
+        unsafe { libc::getuid() },
+        0,
+        "the tests run as root (as in CI)"
+    );
+    run_scenarios_as_nobody("scenario_");
+}
+
+#[test]
+fn scenario_the_probe_finds_every_layer() {
+    expect_user();
+    let caps = capabilities();
+    assert!(caps.landlock_abi.is_some(), "{:#?}", caps.report);
+    assert!(caps.seccomp, "{:#?}", caps.report);
+    // Root too: a user namespace mapping every id.
+    assert_eq!(caps.mount_ns, MountNs::User, "{:#?}", caps.report);
+}
+
+#[test]
+fn scenario_workspace_write_allows_the_workspace_and_temp_but_nothing_outside() {
+    expect_user();
+    let scene = Scene::new();
+    // Without the sandbox the outside dir is writable: the refusal below is the sandbox's.
+    assert_ok(&run_unconfined(&scene, "touch \"$OUT/unconfined\""));
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    assert_eq!(sandbox.summary().label, "sandbox: landlock+mountns");
+
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "touch inside.txt && mkdir -p a/b && echo x > a/b/c",
+    ));
+    assert!(scene.ws.join("a/b/c").exists());
+    let tmp = tempfile::tempdir_in("/tmp").unwrap();
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        &format!("echo x > {}/scratch", tmp.path().display()),
+    ));
+    // POSIX shared memory (Python's multiprocessing semaphores live there).
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "f=/dev/shm/sandbox-test-$$ && echo x > $f && rm $f",
+    ));
+
+    let out = run(&sandbox, &scene, "touch \"$OUT/outside\"");
+    assert_refused(&out, "Permission denied");
+    assert!(!scene.outside.join("outside").exists());
+    // Nor through a symlink planted in the workspace.
+    std::os::unix::fs::symlink(&scene.outside, scene.ws.join("escape")).unwrap();
+    assert_refused(
+        &run(&sandbox, &scene, "echo x > escape/through-link"),
+        "Permission denied",
+    );
+    assert!(!scene.outside.join("through-link").exists());
+    // Deleting outside is a write too.
+    assert_refused(
+        &run(&sandbox, &scene, "rm \"$OUT/unconfined\""),
+        "Permission denied",
+    );
+    // /dev/null stays usable.
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "echo x > /dev/null && ls / > /dev/null",
+    ));
+}
+
+#[test]
+fn scenario_git_hooks_and_config_are_read_only_but_git_commits() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::write(scene.ws.join("file.txt"), "one\n").unwrap();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    // No .git yet when this command is prepared: init works.
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "git init -q && git add file.txt && git commit -qm first",
+    ));
+    let config_before = std::fs::read_to_string(scene.ws.join(".git/config")).unwrap();
+
+    // Prepared again: now .git/hooks and .git/config exist and are protected.
+    let prepared = sandbox.prepare().unwrap();
+    assert_eq!(prepared.layers(), ["userns", "mountns", "landlock"]);
+    assert_refused(
+        &run_with(
+            prepared,
+            &scene,
+            &scene.ws,
+            "echo 'echo pwned' > .git/hooks/pre-commit",
+        ),
+        "Read-only file system",
+    );
+    assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
+    assert_refused(
+        &run(
+            &sandbox,
+            &scene,
+            "echo '[core] fsmonitor = evil' >> .git/config",
+        ),
+        "Read-only file system",
+    );
+    assert!(
+        !run(&sandbox, &scene, "git config core.fsmonitor evil")
+            .status
+            .success()
+    );
+    assert!(!run(&sandbox, &scene, "rm -rf .git/hooks").status.success());
+    assert_eq!(
+        std::fs::read_to_string(scene.ws.join(".git/config")).unwrap(),
+        config_before
+    );
+
+    // Objects, refs, index and logs stay writable: commits work.
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "echo two >> file.txt && git commit -qam second && git log --oneline | wc -l",
+    ));
+    let log = run(&sandbox, &scene, "git log --oneline | wc -l");
+    assert_eq!(stdout(&log).trim(), "2");
+
+    // The read-only binds live in the command's namespace only: the agent still writes.
+    std::fs::write(scene.ws.join(".git/hooks/agent-wrote-this"), "").unwrap();
+}
+
+#[test]
+fn scenario_a_cwd_inside_a_protected_path_sees_it_read_only() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    let hooks = scene.ws.join(".git/hooks");
+    let out = run_with(
+        sandbox.prepare().unwrap(),
+        &scene,
+        &hooks,
+        "echo x > pre-push",
+    );
+    assert_refused(&out, "Read-only file system");
+    assert!(!hooks.join("pre-push").exists());
+}
+
+#[test]
+fn scenario_the_project_config_is_read_only() {
+    expect_user();
+    let scene = Scene::new();
+    let config = scene.ws.join(".coding-agent");
+    std::fs::create_dir(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "model = \"a\"\n").unwrap();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    assert_refused(
+        &run(
+            &sandbox,
+            &scene,
+            "echo 'model = \"b\"' > .coding-agent/config.toml",
+        ),
+        "Read-only file system",
+    );
+    assert!(
+        !run(&sandbox, &scene, "rm -rf .coding-agent")
+            .status
+            .success()
+    );
+    assert!(
+        !run(&sandbox, &scene, "mv .coding-agent elsewhere")
+            .status
+            .success()
+    );
+    assert_refused(
+        &run(&sandbox, &scene, "touch .coding-agent/new.toml"),
+        "Read-only file system",
+    );
+    assert_eq!(
+        std::fs::read_to_string(config.join("config.toml")).unwrap(),
+        "model = \"a\"\n"
+    );
+}
+
+#[test]
+fn scenario_a_protected_path_that_does_not_exist_is_reported() {
+    expect_user();
+    let scene = Scene::new();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    let prepared = sandbox.prepare().unwrap();
+    // Nothing to bind: no mount namespace (root still gets its user namespace).
+    if is_root() {
+        assert_eq!(prepared.layers(), ["userns", "landlock"]);
+    } else {
+        assert_eq!(prepared.layers(), ["landlock"]);
+    }
+    assert!(
+        prepared
+            .left_out()
+            .iter()
+            .any(|l| l.contains(".coding-agent does not exist yet")),
+        "{:?}",
+        prepared.left_out()
+    );
+}
+
+#[test]
+fn scenario_read_only_refuses_every_write_but_the_null_devices() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::write(scene.ws.join("existing.txt"), "keep\n").unwrap();
+    let sandbox = scene.sandbox(SandboxMode::ReadOnly, None);
+    assert_eq!(sandbox.summary().label, "sandbox: landlock+seccomp");
+    assert_refused(&run(&sandbox, &scene, "touch new.txt"), "Permission denied");
+    assert_refused(
+        &run(&sandbox, &scene, "echo x >> existing.txt"),
+        "Permission denied",
+    );
+    assert_refused(
+        &run(&sandbox, &scene, "rm existing.txt"),
+        "Permission denied",
+    );
+    assert_refused(
+        &run(&sandbox, &scene, "mkdir /tmp/ro-$$"),
+        "Permission denied",
+    );
+    assert_refused(
+        &run(&sandbox, &scene, "touch \"$OUT/x\""),
+        "Permission denied",
+    );
+    let out = run(
+        &sandbox,
+        &scene,
+        "cat existing.txt && echo gone > /dev/null && head -c 3 /dev/zero | wc -c",
+    );
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "keep\n3\n");
+    assert_eq!(
+        std::fs::read_to_string(scene.ws.join("existing.txt")).unwrap(),
+        "keep\n"
+    );
+}
+
+const PERL_SOCKET: &str = "perl -MSocket -e '\
+    socket(my $s, AF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\"; \
+    connect($s, pack_sockaddr_in($ENV{PORT}, inet_aton(\"127.0.0.1\"))) or die \"connect: $!\\n\"; \
+    print $s \"hello\\n\"; print \"connected\\n\"'";
+
+const PERL_UNIX: &str = "perl -MSocket -e '\
+    socket(my $l, AF_UNIX, SOCK_STREAM, 0) or die \"socket: $!\\n\"; \
+    bind($l, pack_sockaddr_un(\"sock\")) or die \"bind: $!\\n\"; listen($l, 1) or die; \
+    socket(my $c, AF_UNIX, SOCK_STREAM, 0) or die \"client: $!\\n\"; \
+    connect($c, pack_sockaddr_un(\"sock\")) or die \"connect: $!\\n\"; print \"unix ok\\n\"'";
+
+#[test]
+fn scenario_network_off_refuses_ip_sockets_even_to_localhost() {
+    expect_user();
+    let scene = Scene::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, Some(false));
+    assert_eq!(sandbox.summary().label, "sandbox: landlock+seccomp+mountns");
+    let script = format!("PORT={port} {PERL_SOCKET}");
+    // socket() itself is refused: nothing is ever sent.
+    assert_refused(
+        &run(&sandbox, &scene, &script),
+        "socket: Operation not permitted",
+    );
+    // So is IPv6, UDP and netlink.
+    for family in [
+        "AF_INET6, SOCK_STREAM",
+        "AF_INET, SOCK_DGRAM",
+        "AF_NETLINK, SOCK_RAW",
+    ] {
+        let script =
+            format!("perl -MSocket -e 'socket(my $s, {family}, 0) or die \"socket: $!\\n\"'");
+        assert_refused(
+            &run(&sandbox, &scene, &script),
+            "socket: Operation not permitted",
+        );
+    }
+    // Unix sockets still work.
+    let out = run(&sandbox, &scene, PERL_UNIX);
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "unix ok\n");
+}
+
+#[test]
+fn scenario_network_on_is_not_filtered() {
+    expect_user();
+    let scene = Scene::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, Some(true));
+    let accept = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        stream.read_to_string(&mut line).unwrap();
+        let _ = stream.write_all(b"");
+        line
+    });
+    let out = run(&sandbox, &scene, &format!("PORT={port} {PERL_SOCKET}"));
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "connected\n");
+    assert_eq!(accept.join().unwrap(), "hello\n");
+}
+
+#[test]
+fn scenario_background_jobs_and_grandchildren_stay_confined() {
+    expect_user();
+    let scene = Scene::new();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, Some(false));
+    // The job outlives the command: the command exits before the job tries to write.
+    let out = run(
+        &sandbox,
+        &scene,
+        "(sleep 0.2; touch \"$OUT/outside2\" 2> bg.err; \
+          perl -MSocket -e 'socket(my $s, AF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\"' \
+            2>> bg.err; echo done > bg.done) > /dev/null 2>&1 &",
+    );
+    assert_ok(&out);
+    assert!(
+        wait_for(&scene.ws.join("bg.done"), Duration::from_secs(30)),
+        "the background job never finished"
+    );
+    let errors = std::fs::read_to_string(scene.ws.join("bg.err")).unwrap();
+    assert!(errors.contains("Permission denied"), "{errors}");
+    assert!(
+        errors.contains("socket: Operation not permitted"),
+        "{errors}"
+    );
+    assert!(!scene.outside.join("outside2").exists());
+
+    // A child of a child, and a new session, are held the same.
+    let out = run(
+        &sandbox,
+        &scene,
+        "sh -c 'sh -c \"touch \\\"$OUT/grandchild\\\"\"'",
+    );
+    assert_refused(&out, "Permission denied");
+    let out = run(&sandbox, &scene, "setsid sh -c 'touch \"$OUT/session\"'");
+    assert_refused(&out, "Permission denied");
+    assert!(!scene.outside.join("grandchild").exists());
+    assert!(!scene.outside.join("session").exists());
+}
+
+#[test]
+fn scenario_a_command_cannot_read_the_agent_s_environment() {
+    expect_user();
+    let scene = Scene::new();
+    let agent = std::process::id();
+    let script = format!("cat /proc/{agent}/environ > /dev/null");
+    // Unconfined, a process of the same user can.
+    assert_ok(&run_unconfined(&scene, &script));
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    assert_refused(&run(&sandbox, &scene, &script), "Permission denied");
+}
+
+#[test]
+fn scenario_the_mount_layer_alone_protects_hooks_without_landlock() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    // As on a kernel without Landlock or seccomp: only the carve-outs remain.
+    let caps = Capabilities {
+        landlock_abi: None,
+        seccomp: false,
+        ..capabilities()
+    };
+    let policy = Policy::new(SandboxMode::WorkspaceWrite, &scene.ws, &[], Some(false));
+    let prepared = Confinement::prepare(&policy, &caps).unwrap();
+    assert_eq!(prepared.layers(), ["userns", "mountns"]);
+    assert!(
+        prepared.left_out().iter().any(|l| l.contains("Landlock")),
+        "{:?}",
+        prepared.left_out()
+    );
+    assert!(
+        prepared.left_out().iter().any(|l| l.contains("network")),
+        "{:?}",
+        prepared.left_out()
+    );
+    let out = run_with(
+        prepared,
+        &scene,
+        &scene.ws,
+        "echo x > .git/hooks/pre-commit; touch \"$OUT/written\"",
+    );
+    assert!(
+        stderr(&out).contains("Read-only file system"),
+        "{}",
+        stderr(&out)
+    );
+    // What Landlock would have refused is not refused: the report said so.
+    assert!(scene.outside.join("written").exists());
+}
+
+#[test]
+fn scenario_danger_full_access_confines_nothing() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    let sandbox = scene.sandbox(SandboxMode::DangerFullAccess, None);
+    let prepared = sandbox.prepare().unwrap();
+    assert!(prepared.is_empty());
+    assert_eq!(sandbox.summary().label, "sandbox: off");
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "touch \"$OUT/free\" && echo x > .git/hooks/pre-commit",
+    ));
+    assert!(scene.outside.join("free").exists());
+}
+
+#[test]
+fn scenario_the_agent_s_namespace_is_out_of_reach_through_proc() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    let agent = std::process::id();
+    // /proc/<agent>/root is the agent's view of the file system, where .git/hooks is not a
+    // read-only mount.
+    let script = format!(
+        "echo x > /proc/{agent}/root{}/.git/hooks/pre-commit",
+        scene.ws.display()
+    );
+    assert_ok(&run_unconfined(&scene, &script));
+    std::fs::remove_file(scene.ws.join(".git/hooks/pre-commit")).unwrap();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    let out = run(&sandbox, &scene, &script);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn a_permission_error_gets_the_note_and_other_failures_do_not() {
+    let ws = std::path::Path::new("/var/tmp");
+    let sandbox = |mode, network| {
+        sandbox::Sandbox::new(Policy::new(mode, ws, &[], network), Capabilities::none())
+    };
+    let write = sandbox(SandboxMode::WorkspaceWrite, Some(true));
+    for output in [
+        "touch: cannot touch '/etc/x': Permission denied",
+        "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system",
+        "socket: Operation not permitted",
+        "error: EACCES while writing",
+    ] {
+        let note = write.explain_failure(output).expect(output);
+        assert!(note.contains("workspace-write"), "{note}");
+        assert!(note.contains("the network is on"), "{note}");
+    }
+    assert_eq!(
+        write.explain_failure("error[E0308]: mismatched types"),
+        None
+    );
+    // A host name that cannot be resolved is the sandbox's doing only with the network off.
+    let resolve = "curl: (6) Could not resolve host: example.com";
+    assert_eq!(write.explain_failure(resolve), None);
+    let offline = sandbox(SandboxMode::WorkspaceWrite, Some(false));
+    let note = offline.explain_failure(resolve).unwrap();
+    assert!(note.contains("the network is off"), "{note}");
+    let read_only = sandbox(SandboxMode::ReadOnly, None);
+    let note = read_only.explain_failure("Permission denied").unwrap();
+    assert!(
+        note.contains("(read-only): it may not write any file"),
+        "{note}"
+    );
+    let full = sandbox(SandboxMode::DangerFullAccess, None);
+    assert_eq!(full.explain_failure("Permission denied"), None);
+}
+
+#[test]
+fn scenario_git_dir_cannot_be_moved_aside_and_replaced() {
+    expect_user();
+    let scene = Scene::new();
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "git init -q && git commit -q --allow-empty -m one",
+    ));
+    // Moving .git away to put a copy with a hook in its place: .git is a mount point.
+    let out = run(
+        &sandbox,
+        &scene,
+        "mv .git .git-old && cp -r .git-old .git && echo 'echo pwned' > .git/hooks/pre-commit",
+    );
+    assert_refused(&out, "busy");
+    assert!(scene.ws.join(".git/HEAD").exists());
+    assert!(!scene.ws.join(".git-old").exists());
+    assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
+    assert!(
+        !run(&sandbox, &scene, "mv .git/hooks hooks-old")
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn scenario_a_worktree_commits_but_its_common_hooks_stay_read_only() {
+    expect_user();
+    let scene = Scene::new();
+    let main = scene.ws.join("main");
+    std::fs::create_dir(&main).unwrap();
+    let setup = shell(
+        &main,
+        &scene.outside,
+        "git init -q && git commit -q --allow-empty -m one && git worktree add -q ../wt",
+    )
+    .output()
+    .unwrap();
+    assert_ok(&setup);
+    // The workspace is the worktree; the main repository is beside it, outside.
+    let wt = scene.ws.join("wt");
+    let sandbox = sandbox::Sandbox::new(
+        Policy::new(SandboxMode::WorkspaceWrite, &wt, &[], None),
+        capabilities(),
+    );
+    let run_wt = |script: &str| run_with(sandbox.prepare().unwrap(), &scene, &wt, script);
+    assert_ok(&run_wt("echo x > f && git add f && git commit -qm two"));
+    let out = run_wt("echo 'echo pwned' > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"");
+    assert_refused(&out, "Read-only file system");
+    assert!(!main.join(".git/hooks/pre-commit").exists());
+    assert!(!run_wt("git config user.name evil").status.success());
+    // Neither pointer that leads git to its config and hooks can be redirected.
+    assert_refused(
+        &run_wt("echo 'gitdir: /tmp/evil' > .git"),
+        "Read-only file system",
+    );
+    assert_refused(
+        &run_wt("echo /tmp/evil > \"$(git rev-parse --git-dir)/commondir\""),
+        "Read-only file system",
+    );
+    assert!(
+        !run_wt("mv ../main/.git/worktrees/wt ../main/.git/worktrees/x")
+            .status
+            .success()
+    );
+    // The rest of the main repository is as protected as any path outside the workspace.
+    assert_refused(&run_wt("touch ../main/file"), "Permission denied");
+}
+
+#[test]
+fn scenario_a_step_that_fails_in_the_child_stops_the_command() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.ws.join(".git/hooks")).unwrap();
+    // A plain mount namespace: what root gets without user namespaces. A user that is not
+    // root may not unshare(CLONE_NEWNS), so the step fails in the child.
+    let caps = Capabilities {
+        mount_ns: MountNs::Plain,
+        ..capabilities()
+    };
+    let policy = Policy::new(SandboxMode::WorkspaceWrite, &scene.ws, &[], None);
+    let prepared = Confinement::prepare(&policy, &caps).unwrap();
+    assert_eq!(prepared.layers(), ["mountns", "landlock"]);
+    let mut command = shell(
+        &scene.ws,
+        &scene.outside,
+        "touch ran; echo x > .git/hooks/x",
+    );
+    prepared.install(&mut command);
+    match command.output() {
+        Ok(out) => {
+            assert!(
+                is_root(),
+                "only root may unshare a mount namespace without a user one"
+            );
+            assert!(scene.ws.join("ran").exists());
+            assert!(
+                stderr(&out).contains("Read-only file system"),
+                "{}",
+                stderr(&out)
+            );
+        }
+        Err(error) => {
+            assert!(!is_root(), "{error}");
+            assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
+            // Never half-confined: the command did not run at all.
+            assert!(!scene.ws.join("ran").exists());
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! The bash tool with a sandbox, on the real kernel: confined commands, the note that tells
+//! the model what the sandbox allows, escalation, background jobs.
+//!
+//! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
+//! (`scenarios_hold_as_nobody`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use agent_core::{Tool, ToolContext, ToolOutput};
+use sandbox::{Capabilities, Policy, Sandbox, SandboxMode};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tools::{BashOptions, BashTool};
+
+const EXPECT_UID: &str = "BASH_SANDBOX_TEST_EXPECT_UID";
+
+fn capabilities() -> Capabilities {
+    static CAPS: OnceLock<Capabilities> = OnceLock::new();
+    CAPS.get_or_init(sandbox::probe).clone()
+}
+
+fn expect_user() {
+    if let Ok(uid) = std::env::var(EXPECT_UID) {
+        // SAFETY: getuid cannot fail.
+        assert_eq!(unsafe { libc::getuid() }.to_string(), uid);
+    }
+}
+
+/// A workspace and a directory beside it, both under `/var/tmp` (outside the temp dirs the
+/// sandbox allows).
+struct Scene {
+    _dirs: [tempfile::TempDir; 2],
+    ws: PathBuf,
+    outside: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let ws = tempfile::tempdir_in("/var/tmp").unwrap();
+        let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+        Scene {
+            ws: ws.path().canonicalize().unwrap(),
+            outside: outside.path().canonicalize().unwrap(),
+            _dirs: [ws, outside],
+        }
+    }
+
+    fn tool(&self, mode: SandboxMode, network: Option<bool>) -> BashTool {
+        let policy = Policy::new(mode, &self.ws, &[], network);
+        BashTool::with_options(
+            self.ws.clone(),
+            BashOptions {
+                sandbox: Some(Arc::new(Sandbox::new(policy, capabilities()))),
+                ..BashOptions::default()
+            },
+        )
+    }
+
+    /// The command with `$OUT` set to the outside dir and git's identity given.
+    fn script(&self, command: &str) -> String {
+        format!(
+            "export OUT='{}' HOME=\"$PWD\" GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t \
+             GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t \
+             GIT_COMMITTER_EMAIL=t@example.com\n{command}",
+            self.outside.display()
+        )
+    }
+}
+
+async fn call(tool: &BashTool, mut args: Value) -> ToolOutput {
+    agent_core::validate_arguments(&tool.parameters(), &mut args).unwrap();
+    let ctx = ToolContext::new("call-1", CancellationToken::new(), |_| {});
+    tool.execute(args, ctx).await.unwrap()
+}
+
+async fn bash(scene: &Scene, tool: &BashTool, command: &str) -> ToolOutput {
+    call(tool, json!({"command": scene.script(command)})).await
+}
+
+fn text(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            llm::UserContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn layers(output: &ToolOutput) -> Value {
+    output.details.as_ref().unwrap()["sandbox"]["layers"].clone()
+}
+
+#[track_caller]
+fn assert_refused_with_note(output: &ToolOutput, message: &str) {
+    let shown = text(output);
+    assert!(output.is_error, "{shown}");
+    assert!(shown.contains(message), "{shown}");
+    assert!(
+        shown.contains("This command ran in the sandbox")
+            && shown.contains("\"escalate\": true")
+            && shown.contains("\"justification\""),
+        "no sandbox note: {shown}"
+    );
+}
+
+fn wait_for(path: &Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline && !path.exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    path.exists()
+}
+
+#[test]
+fn scenarios_hold_as_nobody() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: getuid cannot fail.
+    assert_eq!(
+        unsafe { libc::getuid() },
+        0,
+        "the tests run as root (as in CI)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("bash_sandbox");
+    std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&copy)
+        .args(["scenario_", "--test-threads=2"])
+        .current_dir(dir.path())
+        .env(EXPECT_UID, "65534")
+        .env("HOME", "/nonexistent")
+        .env_remove("TMPDIR")
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the scenarios failed as nobody:\n{all}"
+    );
+    assert!(
+        all.contains("test result: ok") && !all.contains("running 0 tests"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn scenario_a_refused_write_tells_the_model_how_to_escalate() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let ok = bash(&scene, &tool, "touch inside.txt && echo made").await;
+    assert!(!ok.is_error, "{}", text(&ok));
+    assert!(scene.ws.join("inside.txt").exists());
+    assert!(!text(&ok).contains("sandbox"), "{}", text(&ok));
+    let refused = bash(&scene, &tool, "touch \"$OUT/outside\"").await;
+    assert_refused_with_note(&refused, "Permission denied");
+    assert!(text(&refused).contains(&format!("it may write only in {}", scene.ws.display())));
+    assert!(!scene.outside.join("outside").exists());
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert_eq!(
+        layers(&refused),
+        if root { "userns+landlock" } else { "landlock" }
+    );
+    // A failure that is not the sandbox's gets no note.
+    let other = bash(&scene, &tool, "exit 3").await;
+    assert!(other.is_error);
+    assert!(!text(&other).contains("sandbox"), "{}", text(&other));
+}
+
+#[tokio::test]
+async fn scenario_escalate_runs_outside_the_sandbox() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let out = call(
+        &tool,
+        json!({
+            "command": scene.script("touch \"$OUT/escalated\""),
+            "escalate": true,
+            "justification": "write the build cache beside the workspace",
+        }),
+    )
+    .await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert!(scene.outside.join("escalated").exists());
+    assert_eq!(out.details.as_ref().unwrap()["sandbox"], Value::Null);
+    // Escalation is per call: the next one is confined again.
+    let again = bash(&scene, &tool, "touch \"$OUT/again\"").await;
+    assert!(again.is_error);
+    assert!(!scene.outside.join("again").exists());
+}
+
+#[tokio::test]
+async fn scenario_git_config_and_hooks_are_read_only_but_git_commits() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let init = bash(
+        &scene,
+        &tool,
+        "git init -q && echo a > a && git add a && git commit -qm one && echo committed",
+    )
+    .await;
+    assert!(!init.is_error, "{}", text(&init));
+    let hook = bash(&scene, &tool, "echo 'echo pwned' > .git/hooks/pre-commit").await;
+    assert_refused_with_note(&hook, "Read-only file system");
+    assert!(text(&hook).contains(".git/hooks, .git/config and .coding-agent/ are read-only"));
+    let config = bash(&scene, &tool, "echo '[alias] x = !evil' >> .git/config").await;
+    assert_refused_with_note(&config, "Read-only file system");
+    let commit = bash(
+        &scene,
+        &tool,
+        "echo b >> a && git commit -qam two && git log --oneline",
+    )
+    .await;
+    assert!(!commit.is_error, "{}", text(&commit));
+    assert_eq!(text(&commit).lines().count(), 2, "{}", text(&commit));
+    assert!(!scene.ws.join(".git/hooks/pre-commit").exists());
+}
+
+#[tokio::test]
+async fn scenario_background_jobs_and_grandchildren_stay_confined() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, Some(false));
+    let out = bash(
+        &scene,
+        &tool,
+        "(sleep 0.2; touch \"$OUT/outside2\" 2> bg.err; echo done > bg.done) > /dev/null 2>&1 &\n\
+         echo started",
+    )
+    .await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert!(wait_for(&scene.ws.join("bg.done"), Duration::from_secs(30)));
+    let errors = std::fs::read_to_string(scene.ws.join("bg.err")).unwrap();
+    assert!(errors.contains("Permission denied"), "{errors}");
+    assert!(!scene.outside.join("outside2").exists());
+    let grandchild = bash(&scene, &tool, "bash -c 'sh -c \"touch \\\"$OUT/deep\\\"\"'").await;
+    assert_refused_with_note(&grandchild, "Permission denied");
+    assert!(!scene.outside.join("deep").exists());
+}
+
+#[tokio::test]
+async fn scenario_network_off_is_explained() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, Some(false));
+    let out = bash(
+        &scene,
+        &tool,
+        "perl -MSocket -e 'socket(my $s, AF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\"'",
+    )
+    .await;
+    assert_refused_with_note(&out, "socket: Operation not permitted");
+    assert!(
+        text(&out).contains("the network is off (no IP sockets at all, localhost included"),
+        "{}",
+        text(&out)
+    );
+    let layers = layers(&out);
+    assert!(
+        layers.as_str().unwrap().ends_with("landlock+seccomp"),
+        "{layers}"
+    );
+}
+
+#[tokio::test]
+async fn scenario_read_only_refuses_writes_in_the_workspace() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::ReadOnly, None);
+    let out = bash(&scene, &tool, "echo x > new.txt").await;
+    assert_refused_with_note(&out, "Permission denied");
+    assert!(
+        text(&out).contains("it may not write any file"),
+        "{}",
+        text(&out)
+    );
+    assert!(!scene.ws.join("new.txt").exists());
+    let read = bash(&scene, &tool, "ls -a > /dev/null && echo read").await;
+    assert!(!read.is_error, "{}", text(&read));
+}
+
+#[tokio::test]
+async fn the_schema_offers_escalation_and_the_description_explains_it() {
+    let tool = BashTool::new(std::env::temp_dir());
+    let params = tool.parameters();
+    assert_eq!(params["properties"]["escalate"]["type"], "boolean");
+    assert_eq!(params["properties"]["justification"]["type"], "string");
+    assert_eq!(params["required"], json!(["command"]));
+    assert!(tool.description().contains("`escalate`"));
+    assert!(tool.description().contains("`justification`"));
+}
+
+#[tokio::test]
+async fn without_a_sandbox_commands_run_unconfined() {
+    let scene = Scene::new();
+    let tool = BashTool::new(scene.ws.clone());
+    let out = bash(&scene, &tool, "touch \"$OUT/free\"").await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert!(scene.outside.join("free").exists());
+    assert_eq!(out.details.as_ref().unwrap()["sandbox"], Value::Null);
+}
+
+#[tokio::test]
+async fn scenario_a_git_redirection_is_flagged_until_removed() {
+    expect_user();
+    let scene = Scene::new();
+    let init = bash(
+        &scene,
+        &scene.tool(SandboxMode::WorkspaceWrite, None),
+        "git init -q",
+    )
+    .await;
+    assert!(!init.is_error, "{}", text(&init));
+    // Made after `git init`, as the host makes it at startup.
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let warning = format!(
+        "[Warning: a command created {}: git now takes its config and hooks",
+        scene.ws.join(".git/commondir").display()
+    );
+    // .git/commondir cannot be bind-mounted before it exists: the kernel lets it through,
+    // here from a background job that outlives its command.
+    let out = bash(
+        &scene,
+        &tool,
+        "(sleep 0.2; echo \"$OUT\" > .git/commondir; touch made) > /dev/null 2>&1 &",
+    )
+    .await;
+    assert!(!text(&out).contains("Warning"), "{}", text(&out));
+    assert!(wait_for(&scene.ws.join("made"), Duration::from_secs(30)));
+    let next = bash(&scene, &tool, "true").await;
+    assert!(text(&next).contains(&warning), "{}", text(&next));
+    // Now it exists it is mounted read-only like the rest: the user removes it.
+    let rm = bash(&scene, &tool, "rm .git/commondir").await;
+    assert_refused_with_note(&rm, "Device or resource busy");
+    std::fs::remove_file(scene.ws.join(".git/commondir")).unwrap();
+    let after = bash(&scene, &tool, "true").await;
+    assert!(!text(&after).contains("Warning"), "{}", text(&after));
+}
