@@ -7,6 +7,8 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(version, about = "An interactive terminal coding agent", after_help = AFTER_HELP)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
     /// A first prompt (interactive), or the prompt of --mode json.
     #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
@@ -61,6 +63,24 @@ pub struct Cli {
     /// Do not save this session.
     #[arg(long)]
     pub no_session: bool,
+    /// How commands are confined: read-only, workspace-write (the default) or
+    /// danger-full-access.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<sandbox::SandboxMode>,
+    /// When to ask before acting: untrusted (every command not known read-only), on-request
+    /// (the default: only to leave the sandbox or the workspace) or never.
+    #[arg(short = 'a', long = "ask-for-approval", value_name = "MODE")]
+    pub approval: Option<crate::guard::ApprovalMode>,
+    /// Load this repository's own config, SYSTEM.md and AGENTS.md for this run even though
+    /// it is not trusted (headless modes never ask).
+    #[arg(long)]
+    pub trust: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Subcommand)]
+pub enum Subcommand {
+    /// What confinement this machine offers for commands, and why something is missing.
+    Doctor,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -22,6 +22,10 @@ pub struct Config {
     pub compaction: CompactionConfig,
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// When the agent asks before acting: `untrusted`, `on-request` (default) or `never`.
+    pub approval: Option<crate::guard::ApprovalMode>,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
     /// What loading had to say (settings it ignored), for the user to see once.
@@ -41,6 +45,25 @@ pub struct ToolsConfig {
 pub struct BashConfig {
     /// Commands see the provider API keys (hidden by default).
     pub inherit_keys: Option<bool>,
+}
+
+/// `[sandbox]`: how commands are confined.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `read-only`, `workspace-write` (default) or `danger-full-access`.
+    pub mode: Option<sandbox::SandboxMode>,
+    /// More paths commands may write to (`~/` is the home directory).
+    #[serde(default)]
+    pub writable: Vec<std::path::PathBuf>,
+    /// Whether commands may open network sockets (default: on in workspace-write).
+    pub network: Option<bool>,
+}
+
+impl SandboxConfig {
+    fn is_set(&self) -> bool {
+        self.mode.is_some() || !self.writable.is_empty() || self.network.is_some()
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,11 +117,14 @@ pub struct ModelConfig {
 }
 
 impl Config {
-    /// The home config, then the project's over it; missing files are fine.
-    pub fn load(home: &Path, cwd: &Path) -> Result<Self, String> {
+    /// The home config, then the project's over it (if the repository is trusted); missing
+    /// files are fine.
+    /// `trusted`: whether the repository's own config may be read at all.
+    pub fn load(home: &Path, cwd: &Path, trusted: bool) -> Result<Self, String> {
         let mut config = Self::read(home)?.unwrap_or_default();
         let project = session::repository_root(cwd).join(".coding-agent/config.toml");
-        if let Some(overrides) = Self::read(&project)? {
+        let overrides = if trusted { Self::read(&project)? } else { None };
+        if let Some(overrides) = overrides {
             // A repository must not point your API keys at another server.
             if !overrides.providers.is_empty() {
                 return Err(format!(
@@ -116,6 +142,16 @@ impl Config {
             // Nor choose the model, which chooses the provider your key goes to. (Once a
             // repository can be trusted, a trusted one may.)
             let mut overrides = overrides;
+            // Nor widen what the agent may do without asking.
+            if overrides.sandbox.is_set() || overrides.approval.is_some() {
+                overrides.sandbox = SandboxConfig::default();
+                overrides.approval = None;
+                config.notices.push(format!(
+                    "{}: [sandbox] and `approval` are ignored: a repository cannot widen what \
+                     the agent may do; set them in the home config.toml or with --sandbox / -a",
+                    project.display()
+                ));
+            }
             if let Some(model) = overrides.model.take() {
                 config.notices.push(format!(
                     "{}: `model = \"{model}\"` is ignored: a repository cannot choose the model \
@@ -162,6 +198,7 @@ impl Config {
         let bash = &mut self.tools.bash;
         bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
+        // `[sandbox]` and `approval` come from the home config only (see `load`).
     }
 
     /// Adds the configured providers and models to `registry`.

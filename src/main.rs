@@ -2,19 +2,24 @@
 
 mod cli;
 mod config;
+mod doctor;
+mod guard;
 mod modes;
+mod safety;
 mod sessions;
 mod setup;
+mod trust;
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Mode};
+use crate::cli::{Cli, Mode, Subcommand};
 use crate::config::Config;
 use crate::modes::headless::Output;
 use crate::setup::Fail;
+use session::RepoFiles;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -47,8 +52,18 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     for problem in home.secure() {
         eprintln!("coding-agent: warning: {problem}");
     }
-    let config = Config::load(&home.config_file(), &cwd)
+    if cli.command == Some(Subcommand::Doctor) {
+        let config = Config::load(&home.config_file(), &cwd, false)
+            .map_err(|e| Fail(format!("config error in {e}")))?;
+        print!("{}", doctor::report(&cli, &config, &home, &cwd));
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Only the interactive mode can ask; and not when a picker or a listing comes first.
+    let interactive = cli.print.is_none() && cli.mode == Mode::Interactive && !cli.list_models;
+    let repo = trust::decide(&home, &cwd, cli.trust, interactive)?;
+    let mut config = Config::load(&home.config_file(), &cwd, repo.files == RepoFiles::Read)
         .map_err(|e| Fail(format!("config error in {e}")))?;
+    config.notices.extend(repo.notice);
     if cli.list_models {
         print!("{}", setup::list_models(&setup::registry(&config)?));
         return Ok(ExitCode::SUCCESS);
@@ -63,7 +78,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
         _ => None,
     };
     let resumed = setup::find_resumed(&cli, &home, &cwd)?;
-    let setup = setup::build(&cli, &config, cwd, home, resumed)?;
+    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files)?;
     // The TUI shows them in the conversation; elsewhere they go to stderr.
     if headless_prompt.is_some() || cli.mode == Mode::Rpc {
         for notice in &setup.notices {

@@ -37,6 +37,8 @@ pub struct Setup {
     pub notices: Vec<String>,
     /// How each tool the agent has wants its calls shown.
     pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
+    /// What confines commands and when the agent asks.
+    pub safety: crate::safety::Safety,
 }
 
 pub fn home() -> Result<Home, Fail> {
@@ -89,6 +91,7 @@ pub fn build(
     cwd: PathBuf,
     home: Home,
     resumed: Option<Resumed>,
+    repo: session::RepoFiles,
 ) -> Result<Setup, Fail> {
     let (resumed, resumed_writer) = match resumed {
         Some(Resumed { loaded, writer }) => (Some(loaded), writer),
@@ -110,7 +113,9 @@ pub fn build(
         .or(config.thinking)
         .unwrap_or(ThinkingLevel::Off);
 
-    let tool_options = tool_options(config, &registry);
+    let safety = crate::safety::build(cli, config, &home, &cwd);
+    let mut tool_options = tool_options(config, &registry);
+    tool_options.bash.sandbox = safety.sandbox.clone();
     let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
         names
             .iter()
@@ -136,8 +141,8 @@ pub fn build(
         .iter()
         .map(|t| (t.name().to_string(), t.view()))
         .collect();
-    let inputs = PromptInputs::gather(&home, &cwd, &date, tools::prompt_section(&names));
-    let system_prompt = SystemPrompt::load(&home, &cwd).render(&inputs);
+    let inputs = PromptInputs::gather(&home, &cwd, &date, tools::prompt_section(&names), repo);
+    let system_prompt = SystemPrompt::load(&home, &cwd, repo).render(&inputs);
 
     // --api-key belongs to the model it was given for, not to every provider /model reaches.
     let router = match &cli.api_key {
@@ -150,6 +155,7 @@ pub fn build(
     agent_config.thinking = thinking;
     agent_config.system_prompt = system_prompt;
     agent_config.tools = tools;
+    agent_config.hooks = safety.guard.clone();
     agent_config.stream_options = stream_options.clone();
     if let Some(mode) = config.queue.steering {
         agent_config.steering_mode = mode;
@@ -218,6 +224,7 @@ pub fn build(
         shell,
         notices: config.notices.clone(),
         tool_views,
+        safety,
     })
 }
 

@@ -29,7 +29,8 @@ async fn a_repository_config_cannot_choose_the_model() {
         "model = \"local/evil\"\n",
     )
     .unwrap();
-    let out = env.run(None, &["-p", "hi"], "").await;
+    // Even trusted, a repository cannot choose it.
+    let out = env.run(None, &["--trust", "-p", "hi"], "").await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(text(&out.stdout).trim(), "From the home model.");

@@ -23,7 +23,17 @@ struct Session {
 
 impl Session {
     fn start(server: &MockServer) -> Self {
+        Self::start_with(server, &[], |_| {})
+    }
+
+    /// With more flags, in a work directory `prepare` fills first.
+    fn start_with(
+        server: &MockServer,
+        args: &[&str],
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        prepare(dir.path());
         let home = tempfile::tempdir().unwrap();
         let pty = native_pty_system()
             .openpty(PtySize {
@@ -35,6 +45,7 @@ impl Session {
             .unwrap();
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
         command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        command.args(args);
         command.cwd(dir.path());
         command.env("TERM", "xterm-256color");
         command.env_remove("OPENAI_API_KEY");
@@ -360,4 +371,79 @@ fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back() {
     assert_eq!(last_content(&requests[1].body), "use tabs");
     session.wait_for("│then write docs");
     assert!(!session.contents().contains("follow-up: then write docs"));
+}
+
+#[test]
+fn a_new_repository_asks_to_be_trusted_once() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Hello.")],
+        }))
+        .unwrap();
+    let mut session = Session::start_with(&server, &[], |dir| {
+        std::fs::write(dir.join("AGENTS.md"), "Answer in haiku.").unwrap();
+    });
+    session.wait_for("Trust this repository");
+    assert!(session.contents().contains("AGENTS.md"));
+    session.send("y\r");
+    session.wait_for("Type a message");
+    session.type_text("hi");
+    session.send("\r");
+    session.wait_for("Hello.");
+    let requests = rt.block_on(server.wait_for_requests(1, WAIT)).unwrap();
+    assert!(requests[0].body.to_string().contains("Answer in haiku."));
+    let trusted = session.home.path().join("trusted.toml");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&trusted).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn an_untrusted_command_asks_and_always_allow_is_remembered() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_with(&server, &["-a", "untrusted"], |_| {});
+    server.push(Reply::tool_call("bash", json!({"command": "touch made-1"})));
+    server.push(Reply::tool_call("bash", json!({"command": "touch made-2"})));
+    server.push(Reply::text("Both made."));
+    session.wait_for("Type a message");
+    session.type_text("make them");
+    session.send("\r");
+    session.wait_for("Allow bash?");
+    session.wait_for("always allow `touch` here");
+    assert!(
+        !session.dir.path().join("made-1").exists(),
+        "nothing runs before the answer"
+    );
+    session.send("a");
+    // The second command has the same prefix: it runs without a question.
+    session.wait_for("Both made.");
+    assert!(session.dir.path().join("made-1").exists());
+    assert!(session.dir.path().join("made-2").exists());
+    let rules = std::fs::read_to_string(session.home.path().join("approvals.toml")).unwrap();
+    assert!(rules.contains("touch"), "{rules}");
+}
+
+#[test]
+fn typing_while_a_question_waits_denies_it_and_steers() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_with(&server, &["-a", "untrusted"], |_| {});
+    server.push(Reply::tool_call("bash", json!({"command": "touch nope"})));
+    server.push(Reply::text("Fine, I will not."));
+    session.wait_for("Type a message");
+    session.type_text("make it");
+    session.send("\r");
+    session.wait_for("Allow bash?");
+    session.type_text("do not touch anything");
+    session.send("\r");
+    session.wait_for("Fine, I will not.");
+    assert!(!session.dir.path().join("nope").exists());
+    let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
+    let body = requests[1].body.to_string();
+    assert!(body.contains("denied by the user"), "{body}");
+    assert_eq!(last_content(&requests[1].body), "do not touch anything");
 }

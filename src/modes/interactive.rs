@@ -22,9 +22,12 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
         history: setup.history.clone(),
         notices: setup.notices.clone(),
         tool_views: setup.tool_views.clone(),
+        sandbox: setup.safety.summary.label.clone(),
         first_prompt,
     };
     let host = Arc::new(TuiHost {
+        safety: safety_status(&setup),
+        guard: setup.safety.guard.clone(),
         sessions: setup.sessions.clone(),
         registry: setup.registry.clone(),
         shell: setup.shell.clone(),
@@ -46,6 +49,9 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
 }
 
 struct TuiHost {
+    /// `/status`, worked out once: none of it changes during a run.
+    safety: String,
+    guard: Arc<crate::guard::Guard>,
     sessions: Arc<Sessions>,
     registry: Registry,
     shell: Arc<dyn Tool>,
@@ -110,4 +116,55 @@ impl Host for TuiHost {
     fn session_status(&self) -> String {
         self.sessions.status_line()
     }
+
+    fn safety_status(&self) -> String {
+        self.safety.clone()
+    }
+
+    async fn rules(&self) -> Result<Vec<Vec<String>>, String> {
+        let (store, project) = (self.guard.rules.clone(), self.guard.project.clone());
+        tokio::task::spawn_blocking(move || store.list(&project).map_err(|e| e.to_string()))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    async fn revoke_rule(&self, prefix: Vec<String>) -> Result<(), String> {
+        let (store, project) = (self.guard.rules.clone(), self.guard.project.clone());
+        tokio::task::spawn_blocking(move || {
+            store
+                .revoke(&project, &prefix)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+}
+
+/// The sandbox, the approval mode and what is not enforced, for `/status`.
+fn safety_status(setup: &Setup) -> String {
+    let safety = &setup.safety;
+    let mut text = format!(
+        "{} · approvals: {}",
+        safety.summary.label,
+        safety.approval.name()
+    );
+    if let Some(sandbox) = &safety.sandbox {
+        let policy = sandbox.policy();
+        text.push_str(&format!(
+            "\nCommands write only in {} (and temp dirs{}); network {}.",
+            policy.workspace.display(),
+            if policy.writable.is_empty() {
+                ""
+            } else {
+                ", [sandbox] writable"
+            },
+            if policy.network { "on" } else { "off" }
+        ));
+    }
+    for missing in &safety.summary.missing {
+        text.push_str(&format!("\nNot enforced: {missing}"));
+    }
+    text.push_str("\ncoding-agent doctor explains what this machine offers.");
+    text
 }

@@ -64,11 +64,25 @@ fn repository_root_within(cwd: &Path, home: Option<&Path>) -> PathBuf {
 /// Reads `AGENTS.md` — or `CLAUDE.md` where a directory has no `AGENTS.md` — from the home
 /// dir, then from every directory from the repository root down to `cwd`. Unreadable files
 /// are skipped: missing instructions must not stop the agent.
-pub fn project_context(home: &Home, cwd: &Path) -> ProjectContext {
-    project_context_limited(home, cwd, CONTEXT_LIMIT)
+/// With [`RepoFiles::Skip`] (an untrusted repository), only the home dir's file is read.
+pub fn project_context(home: &Home, cwd: &Path, repo: RepoFiles) -> ProjectContext {
+    project_context_limited(home, cwd, repo, CONTEXT_LIMIT)
 }
 
-fn project_context_limited(home: &Home, cwd: &Path, limit: usize) -> ProjectContext {
+/// Whether a repository's own files (its `.coding-agent/`, `AGENTS.md`, `CLAUDE.md`) may be
+/// read: only once the user trusts the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepoFiles {
+    Read,
+    Skip,
+}
+
+fn project_context_limited(
+    home: &Home,
+    cwd: &Path,
+    repo: RepoFiles,
+    limit: usize,
+) -> ProjectContext {
     let root = repository_root(cwd);
     let mut dirs = vec![home.root().to_path_buf()];
     // Root first: general rules, then the more specific ones nearer the cwd.
@@ -78,7 +92,9 @@ fn project_context_limited(home: &Home, cwd: &Path, limit: usize) -> ProjectCont
         .map(Path::to_path_buf)
         .collect();
     chain.reverse();
-    dirs.extend(chain);
+    if repo == RepoFiles::Read {
+        dirs.extend(chain);
+    }
 
     let mut context = ProjectContext::default();
     let mut seen = Vec::new();
@@ -150,7 +166,7 @@ mod tests {
         write(&repo.join("crates/CLAUDE.md"), "crates rules");
         write(&cwd.join("AGENTS.md"), "core rules\n");
 
-        let context = project_context(&home, &cwd);
+        let context = project_context(&home, &cwd, RepoFiles::Read);
         assert_eq!(
             context.files,
             [
@@ -179,10 +195,15 @@ mod tests {
         std::fs::create_dir_all(&cwd).unwrap();
         write(&tmp.path().join("a/AGENTS.md"), "parent");
         write(&cwd.join("AGENTS.md"), "here");
-        let context = project_context(&home, &cwd);
+        let context = project_context(&home, &cwd, RepoFiles::Read);
         assert_eq!(context.files, [cwd.join("AGENTS.md")]);
         assert_eq!(
-            project_context(&Home::new("/nonexistent"), Path::new("/nonexistent/x")).text,
+            project_context(
+                &Home::new("/nonexistent"),
+                Path::new("/nonexistent/x"),
+                RepoFiles::Read
+            )
+            .text,
             ""
         );
     }
@@ -192,7 +213,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = Home::new(tmp.path().join("home"));
         write(&home.root().join("AGENTS.md"), &"é".repeat(1000));
-        let context = project_context_limited(&home, tmp.path(), 1025);
+        let context = project_context_limited(&home, tmp.path(), RepoFiles::Read, 1025);
         assert!(context.truncated);
         assert!(
             context

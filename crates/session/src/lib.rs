@@ -31,7 +31,7 @@ mod spill;
 mod writer;
 
 pub use compaction::{CompactionSettings, SessionCompactor};
-pub use context::{CONTEXT_LIMIT, ProjectContext, project_context, repository_root};
+pub use context::{CONTEXT_LIMIT, ProjectContext, RepoFiles, project_context, repository_root};
 pub use entry::{Entry, EntryBody, EntryError, FORMAT_VERSION, SessionHeader};
 pub use home::Home;
 pub use list::{SessionInfo, find_session, latest_session, list_sessions};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Home, ProjectContext, repository_root};
+use crate::{Home, ProjectContext, RepoFiles, repository_root};
 
 /// The built-in template (`assets/system-prompt.md`).
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../../assets/system-prompt.md");
@@ -26,7 +26,7 @@ pub struct PromptInputs {
 impl PromptInputs {
     /// Inputs for `cwd` with this process's OS and `$SHELL`, the project context files, and
     /// `tools` as the tool section.
-    pub fn gather(home: &Home, cwd: &Path, date: &str, tools: String) -> Self {
+    pub fn gather(home: &Home, cwd: &Path, date: &str, tools: String, repo: RepoFiles) -> Self {
         let shell = std::env::var("SHELL")
             .ok()
             .filter(|s| !s.is_empty())
@@ -37,7 +37,7 @@ impl PromptInputs {
             os: std::env::consts::OS.to_string(),
             shell,
             tools,
-            project_context: crate::project_context(home, cwd),
+            project_context: crate::project_context(home, cwd, repo),
         }
     }
 }
@@ -52,12 +52,13 @@ pub struct SystemPrompt {
 
 impl SystemPrompt {
     /// The template for `cwd`: the nearest `.coding-agent/SYSTEM.md` from `cwd` up to the
-    /// repository root, else `SYSTEM.md` in the home dir, else the built-in one.
-    pub fn load(home: &Home, cwd: &Path) -> Self {
+    /// repository root (a trusted repository only), else `SYSTEM.md` in the home dir, else
+    /// the built-in one.
+    pub fn load(home: &Home, cwd: &Path, repo: RepoFiles) -> Self {
         let root = repository_root(cwd);
         let project = cwd
             .ancestors()
-            .take_while(|dir| dir.starts_with(&root))
+            .take_while(|dir| repo == RepoFiles::Read && dir.starts_with(&root))
             .map(|dir| dir.join(".coding-agent").join("SYSTEM.md"));
         for path in project.chain([home.root().join("SYSTEM.md")]) {
             if let Ok(template) = std::fs::read_to_string(&path) {
@@ -175,13 +176,19 @@ mod tests {
         let cwd = repo.join("sub");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(&cwd).unwrap();
-        assert_eq!(SystemPrompt::load(&home, &cwd).source, None);
+        assert_eq!(
+            SystemPrompt::load(&home, &cwd, RepoFiles::Read).source,
+            None
+        );
         std::fs::create_dir_all(home.root()).unwrap();
         std::fs::write(home.root().join("SYSTEM.md"), "home {{os}}").unwrap();
-        assert_eq!(SystemPrompt::load(&home, &cwd).template, "home {{os}}");
+        assert_eq!(
+            SystemPrompt::load(&home, &cwd, RepoFiles::Read).template,
+            "home {{os}}"
+        );
         std::fs::create_dir_all(repo.join(".coding-agent")).unwrap();
         std::fs::write(repo.join(".coding-agent/SYSTEM.md"), "project").unwrap();
-        let prompt = SystemPrompt::load(&home, &cwd);
+        let prompt = SystemPrompt::load(&home, &cwd, RepoFiles::Read);
         assert_eq!(prompt.template, "project");
         assert_eq!(prompt.source, Some(repo.join(".coding-agent/SYSTEM.md")));
     }

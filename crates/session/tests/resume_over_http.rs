@@ -82,11 +82,12 @@ fn setup(home: &Home, cwd: &Path, url: &str) -> RecorderSetup {
 }
 
 fn system_prompt(home: &Home, cwd: &Path, date: &str) -> String {
-    SystemPrompt::load(home, cwd).render(&PromptInputs::gather(
+    SystemPrompt::load(home, cwd, session::RepoFiles::Read).render(&PromptInputs::gather(
         home,
         cwd,
         date,
         "- echo: echoes".into(),
+        session::RepoFiles::Read,
     ))
 }
 

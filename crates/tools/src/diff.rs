@@ -65,6 +65,12 @@ pub(crate) fn diff(old: &str, new: &str, path: &str) -> Diff {
     }
 }
 
+/// The unified diff of `old` → `new` for a file shown as `path` (what a write or edit would
+/// change, for an approval question).
+pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
+    diff(old, new, path).unified
+}
+
 /// The parts of `old` and `new` between their common leading and trailing lines, keeping
 /// `CONTEXT` lines of each; and how many lines precede them.
 fn changed_middle<'a>(old: &'a str, new: &'a str) -> (usize, &'a str, &'a str) {

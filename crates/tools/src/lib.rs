@@ -28,6 +28,7 @@ use std::sync::Arc;
 use agent_core::Tool;
 
 pub use bash::{BashOptions, BashTool, group_alive, key_env_vars};
+pub use diff::unified_diff;
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;

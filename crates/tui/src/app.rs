@@ -21,6 +21,8 @@ pub enum ChoiceKind {
     Model,
     Thinking,
     Session,
+    /// A remembered approval rule, to revoke.
+    Rule,
 }
 
 /// What the UI asks of the agent or the runtime.
@@ -44,6 +46,8 @@ pub enum Action {
     NewSession,
     Compact(Option<String>),
     SessionInfo,
+    /// What confines commands and when the agent asks (`/status`).
+    Status,
     Quit,
 }
 

@@ -16,7 +16,7 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 10] = [
+pub static COMMANDS: [SlashCommand; 12] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
@@ -72,6 +72,20 @@ pub static COMMANDS: [SlashCommand; 10] = [
         args: "",
         help: "this session: file, tokens, cost, the last run",
         run: |_, _| vec![Action::SessionInfo],
+    },
+    SlashCommand {
+        name: "/status",
+        aliases: &[],
+        args: "",
+        help: "the sandbox, approvals and trust in effect",
+        run: |_, _| vec![Action::Status],
+    },
+    SlashCommand {
+        name: "/permissions",
+        aliases: &[],
+        args: "",
+        help: "the commands you always allow here (pick one to revoke it)",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Rule)],
     },
     SlashCommand {
         name: "/copy",

@@ -40,4 +40,10 @@ pub trait Host: Send + Sync + 'static {
     ) -> ToolResultMessage;
     /// Where the session is saved and how to come back to it, in a line or two.
     fn session_status(&self) -> String;
+    /// The sandbox, the approval mode and the repository's trust, for `/status`.
+    fn safety_status(&self) -> String;
+    /// The command prefixes the user always allows in this project.
+    async fn rules(&self) -> Result<Vec<Vec<String>>, String>;
+    /// Forgets one of them.
+    async fn revoke_rule(&self, prefix: Vec<String>) -> Result<(), String>;
 }

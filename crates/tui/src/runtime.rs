@@ -39,6 +39,8 @@ pub struct Options {
     pub notices: Vec<String>,
     /// How each of the agent's tools wants its calls shown.
     pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
+    /// What confines commands, for the status line (`sandbox: landlock+seccomp`).
+    pub sandbox: String,
     /// Sent once the UI listens, so its run is shown (and Esc can stop it) from the start.
     pub first_prompt: Option<String>,
 }
@@ -47,6 +49,7 @@ pub struct Options {
 enum Ui {
     Files(Vec<String>),
     Sessions(Vec<crate::host::SessionChoice>),
+    Rules(Vec<Vec<String>>),
     ShellOutput(String, String),
     ShellDone(ToolResultMessage),
     Notice(String),
@@ -63,6 +66,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     );
     let mut app = App::new(status);
     app.tool_views = options.tool_views.clone();
+    app.status.sandbox = options.sandbox.clone();
     app.load_history(&options.history);
     for notice in &options.notices {
         app.push_cell(CellKind::Notice(notice.clone()));
@@ -174,6 +178,14 @@ fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: 
             choices.sessions = sessions;
             open_choice(app, input, ChoiceKind::Session, items);
         }
+        Ui::Rules(rules) => {
+            let items = rules
+                .iter()
+                .map(|r| (r.join(" "), "revoke".to_string()))
+                .collect();
+            choices.rules = rules;
+            open_choice(app, input, ChoiceKind::Rule, items);
+        }
         Ui::ShellOutput(id, tail) => {
             if let Some(CellKind::Tool(cell)) = app.tool_cell(&id) {
                 cell.partial = tail;
@@ -218,6 +230,7 @@ struct Ctx<'a> {
 struct Choices {
     models: Vec<llm::Model>,
     sessions: Vec<crate::host::SessionChoice>,
+    rules: Vec<Vec<String>>,
     /// Stops the running `!cmd`.
     shell: CancellationToken,
 }
@@ -265,6 +278,36 @@ fn perform(
             }
         }
         Action::StopShell => choices.shell.cancel(),
+        Action::Choose(ChoiceKind::Rule) => {
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let message = match host.rules().await {
+                    Ok(rules) if rules.is_empty() => Ui::Notice(
+                        "No command is always allowed here: answer `a` to a question to add one."
+                            .into(),
+                    ),
+                    Ok(rules) => Ui::Rules(rules),
+                    Err(err) => Ui::Notice(format!("Cannot read the rules: {err}")),
+                };
+                let _ = tx.send(message);
+            });
+        }
+        Action::Chose(ChoiceKind::Rule, i) => {
+            if let Some(prefix) = choices.rules.get(i).cloned() {
+                let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+                tokio::spawn(async move {
+                    let shown = prefix.join(" ");
+                    let note = match host.revoke_rule(prefix).await {
+                        Ok(()) => format!("`{shown}` is asked about again from now on."),
+                        Err(err) => format!("Could not revoke `{shown}`: {err}"),
+                    };
+                    let _ = tx.send(Ui::Notice(note));
+                });
+            }
+        }
+        Action::Status => {
+            app.push_cell(CellKind::Notice(ctx.host.safety_status()));
+        }
         Action::Choose(ChoiceKind::Session) => {
             // Listing reads every session file: off the UI task.
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
@@ -290,7 +333,7 @@ fn perform(
                         })
                         .collect()
                 }
-                ChoiceKind::Thinking | ChoiceKind::Session => thinking_items(),
+                ChoiceKind::Thinking | ChoiceKind::Session | ChoiceKind::Rule => thinking_items(),
             };
             open_choice(app, input, kind, items);
         }

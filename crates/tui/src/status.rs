@@ -11,6 +11,8 @@ pub struct Status {
     pub thinking: Option<ThinkingLevel>,
     pub cwd: String,
     pub branch: Option<String>,
+    /// What confines commands (`sandbox: landlock+seccomp`); empty: not shown.
+    pub sandbox: String,
     pub context_window: u64,
     /// Sums over the session.
     pub usage: Usage,
@@ -53,6 +55,9 @@ impl Status {
         if let Some(level) = self.thinking {
             out.push((Part::Thinking, format!("thinking {level}")));
         }
+        if !self.sandbox.is_empty() {
+            out.push((Part::Sandbox, self.sandbox.clone()));
+        }
         let mut place = self.cwd.clone();
         if let Some(branch) = &self.branch {
             place.push_str(&format!(" ({branch})"));
@@ -93,6 +98,7 @@ impl Status {
             Part::Tokens,
             Part::Thinking,
             Part::Cost,
+            Part::Sandbox,
             Part::Context,
         ] {
             if joined(&parts).width() <= width {
@@ -109,6 +115,7 @@ impl Status {
 enum Part {
     Model,
     Thinking,
+    Sandbox,
     Place,
     Tokens,
     Cost,

@@ -1,0 +1,54 @@
+//! `coding-agent doctor`: what this machine offers to confine commands, what the current
+//! settings ask for, and why anything is missing — in words a user can act on.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use session::Home;
+
+use crate::cli::Cli;
+use crate::config::Config;
+
+pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
+    let mut out = String::new();
+    let capabilities = sandbox::probe();
+    let _ = writeln!(out, "Kernel features for confining commands:");
+    for line in &capabilities.report {
+        let _ = writeln!(out, "  {line}");
+    }
+    let workspace = session::repository_root(cwd);
+    let policy = crate::safety::policy(cli, config, &workspace);
+    let summary = capabilities.summary(&policy);
+    let approval = cli.approval.or(config.approval).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nWith these settings ({}):",
+        home.config_file().display()
+    );
+    let _ = writeln!(out, "  sandbox mode: {} ({})", policy.mode, summary.label);
+    let _ = writeln!(out, "  workspace: {}", workspace.display());
+    let _ = writeln!(
+        out,
+        "  network for commands: {}",
+        if policy.network { "on" } else { "off" }
+    );
+    let _ = writeln!(out, "  approvals: {}", approval.name());
+    for missing in &summary.missing {
+        let _ = writeln!(out, "  not enforced: {missing}");
+    }
+    if summary.level == sandbox::Level::None {
+        let _ = writeln!(
+            out,
+            "  nothing can confine commands here: the agent asks before every command"
+        );
+    }
+    let store = sandbox::TrustStore::new(home.root());
+    let trust = match store.state(&workspace) {
+        Ok(sandbox::Trust::Trusted) => "trusted".to_string(),
+        Ok(sandbox::Trust::Untrusted) => "not trusted".to_string(),
+        Ok(sandbox::Trust::Changed) => "trusted, but its .coding-agent/ changed since".to_string(),
+        Err(err) => format!("unknown ({err})"),
+    };
+    let _ = writeln!(out, "  this repository: {trust}");
+    out
+}

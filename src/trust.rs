@@ -1,0 +1,113 @@
+//! Whether this run may read the repository's own files (its `.coding-agent/` config and
+//! SYSTEM.md, its AGENTS.md and CLAUDE.md): they steer the model, so a cloned repository gets
+//! that only once the user trusted it. The interactive mode asks once, on the terminal, before
+//! the UI starts; headless modes never ask and read them only with `--trust`. The answer is
+//! remembered in the user's home with a fingerprint of `.coding-agent/`: when a command later
+//! changes that directory, the user is asked again.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use sandbox::{Trust, TrustStore};
+use session::{Home, RepoFiles};
+
+use crate::setup::Fail;
+
+/// What this run may read, and a line for the user when something was left out.
+pub struct RepoTrust {
+    pub files: RepoFiles,
+    pub notice: Option<String>,
+}
+
+/// Decides (asking when `may_ask` and the terminal allows) whether the repository of `cwd`
+/// may steer this run.
+pub fn decide(home: &Home, cwd: &Path, trust_flag: bool, may_ask: bool) -> Result<RepoTrust, Fail> {
+    let root = session::repository_root(cwd);
+    // The agent's own home may be the `.coding-agent` of a repository at `$HOME`.
+    let own = home.root().canonicalize().ok();
+    let wants: Vec<_> = sandbox::wants(&root, cwd)
+        .into_iter()
+        .filter(|path| {
+            let canonical = path.canonicalize().ok();
+            !matches!((&canonical, &own), (Some(p), Some(h)) if p.starts_with(h))
+        })
+        .collect();
+    let read = RepoTrust {
+        files: RepoFiles::Read,
+        notice: None,
+    };
+    if wants.is_empty() || trust_flag {
+        return Ok(read);
+    }
+    let store = TrustStore::new(home.root());
+    let state = store
+        .state(&root)
+        .map_err(|e| Fail(format!("cannot read the trusted repositories: {e}")))?;
+    if state == Trust::Trusted {
+        return Ok(read);
+    }
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if may_ask && terminal {
+        let seen = sandbox::fingerprint(&root);
+        if ask(&root, &wants, state) {
+            store
+                .trust(&root, &seen)
+                .map_err(|e| Fail(format!("cannot remember the answer: {e}")))?;
+            return Ok(read);
+        }
+    }
+    let changed = if state == Trust::Changed {
+        " (its .coding-agent/ changed since you trusted it)"
+    } else {
+        ""
+    };
+    Ok(RepoTrust {
+        files: RepoFiles::Skip,
+        notice: Some(format!(
+            "{} is not trusted{changed}: its {} {} not loaded. Run coding-agent in it and \
+             answer yes to trust it, or pass --trust for one run.",
+            root.display(),
+            names(&root, &wants),
+            if wants.len() == 1 { "was" } else { "were" }
+        )),
+    })
+}
+
+fn names(root: &Path, wants: &[std::path::PathBuf]) -> String {
+    wants
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The question, on the terminal: yes only on an explicit `y`.
+fn ask(root: &Path, wants: &[std::path::PathBuf], state: Trust) -> bool {
+    let mut err = std::io::stderr();
+    let why = match state {
+        Trust::Changed => "Its .coding-agent/ changed since you trusted it.",
+        _ => "You have not run coding-agent here before.",
+    };
+    let _ = writeln!(
+        err,
+        "{} wants to give the agent its own instructions and settings. {why}",
+        root.display()
+    );
+    for path in wants {
+        let _ = writeln!(
+            err,
+            "  {}",
+            path.strip_prefix(root).unwrap_or(path).display()
+        );
+    }
+    let _ = write!(
+        err,
+        "Trust this repository (its files can steer the model)? [y/N] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}
