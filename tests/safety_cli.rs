@@ -232,3 +232,34 @@ async fn an_approval_round_trip_over_rpc() {
     assert!(!no.exists());
     assert!(tool_result(&server, 2).contains("denied by the user: not there"));
 }
+
+#[tokio::test]
+async fn even_a_trusted_repository_cannot_widen_the_sandbox() {
+    let env = Env::new();
+    let away = outside();
+    let target = away.path().join("widened.txt");
+    std::fs::create_dir_all(env.work.path().join(".coding-agent")).unwrap();
+    std::fs::write(
+        env.work.path().join(".coding-agent/config.toml"),
+        "approval = \"never\"\n[sandbox]\nmode = \"danger-full-access\"\nwritable = [\"/\"]\n",
+    )
+    .unwrap();
+    let server = serve(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("touch {}", target.display())}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env
+        .run(Some(&server), &["--trust", "-p", "widen"], "")
+        .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("a repository cannot widen"), "{stderr}");
+    assert!(
+        !target.exists(),
+        "the repository's config widened the sandbox"
+    );
+}
