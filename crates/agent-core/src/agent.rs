@@ -131,6 +131,32 @@ impl Agent {
         .and_then(|r| r)
     }
 
+    /// Moves the conversation back to `messages` (an earlier point of the session, ending at
+    /// session entry `leaf`), announced as `rewound`. `Busy` while a run is in progress.
+    pub async fn rewind(
+        &self,
+        messages: Vec<AgentMessage>,
+        leaf: Option<String>,
+    ) -> Result<(), AgentError> {
+        self.ask(|reply| Command::Rewind {
+            messages,
+            leaf,
+            reply,
+        })
+        .await
+        .and_then(|r| r)
+    }
+
+    /// Tells every reader about a checkpoint the host took itself (around a `!cmd`).
+    pub fn announce_checkpoint(&self, record: crate::CheckpointRecord) {
+        self.send(Command::Announce(AgentEvent::CheckpointTaken { record }));
+    }
+
+    /// Tells every reader about files the host restored (undo, redo, rewind).
+    pub fn announce_restore(&self, record: crate::RestoreRecord) {
+        self.send(Command::Announce(AgentEvent::CheckpointRestored { record }));
+    }
+
     pub fn set_queue_modes(&self, steering: QueueMode, follow_up: QueueMode) {
         self.send(Command::SetQueueModes(steering, follow_up));
     }

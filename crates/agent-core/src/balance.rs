@@ -76,7 +76,10 @@ impl Balance {
             | AgentEvent::QueueDelivered { .. }
             | AgentEvent::QueueReturned { .. }
             | AgentEvent::ApprovalRequested { .. }
-            | AgentEvent::ApprovalDecided { .. } => {}
+            | AgentEvent::ApprovalDecided { .. }
+            | AgentEvent::CheckpointTaken { .. }
+            | AgentEvent::CheckpointRestored { .. }
+            | AgentEvent::Rewound { .. } => {}
         }
     }
 

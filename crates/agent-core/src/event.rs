@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    AgentMessage, ApprovalDecision, ApprovalRequest, CompactionSummary, QueueKind, QueuedMessage,
-    ToolOutput,
+    AgentMessage, ApprovalDecision, ApprovalRequest, CheckpointRecord, CompactionSummary,
+    QueueKind, QueuedMessage, RestoreRecord, ToolOutput,
 };
 
 /// One lifecycle event. Every `*_start` is followed by its `*_end`, whatever fails, and a run
@@ -111,6 +111,22 @@ pub enum AgentEvent {
     ApprovalDecided {
         id: u64,
         decision: ApprovalDecision,
+    },
+    /// A tool batch (or a `!cmd` command) changed files; the workspace before it can be
+    /// restored.
+    CheckpointTaken {
+        record: CheckpointRecord,
+    },
+    /// Files were restored from a checkpoint (undo, redo, rewind).
+    CheckpointRestored {
+        record: RestoreRecord,
+    },
+    /// The conversation moved back to an earlier point of the session (`/rewind`, `/tree`):
+    /// `messages` is the history from now on; what came after stays in the session file as
+    /// another branch. `leaf` is the session entry the history now ends at (`None`: empty).
+    Rewound {
+        messages: Vec<AgentMessage>,
+        leaf: Option<String>,
     },
 }
 

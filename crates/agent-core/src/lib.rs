@@ -9,6 +9,7 @@
 mod agent;
 mod approval;
 mod balance;
+mod checkpoint;
 mod coerce;
 mod compaction;
 mod event;
@@ -25,6 +26,7 @@ mod validate;
 
 pub use agent::Agent;
 pub use approval::{ApprovalDecision, ApprovalRequest, Approvals, Question};
+pub use checkpoint::{CheckpointRecord, Checkpointer, RestoreKind, RestoreRecord};
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,

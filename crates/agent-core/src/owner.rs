@@ -19,8 +19,8 @@ use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Reply};
 use crate::queue::Queue;
 use crate::run::{RunContext, Start, run_loop};
 use crate::{
-    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, CompactReason, CompactionOutcome,
-    Compactor, Hooks, QueueKind, QueuedMessage, Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, CompactReason,
+    CompactionOutcome, Compactor, Hooks, QueueKind, QueuedMessage, Tool,
 };
 
 struct ActiveRun {
@@ -56,6 +56,7 @@ pub(crate) struct Owner {
     /// The current run was stopped for good (`Agent::stop`): nothing starts after it.
     stopping: bool,
     compactor: Option<Arc<dyn Compactor>>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 impl Owner {
@@ -91,6 +92,7 @@ impl Owner {
             handles_alive: true,
             stopping: false,
             compactor: config.compactor,
+            checkpointer: config.checkpointer,
         }
     }
 
@@ -196,6 +198,21 @@ impl Owner {
                 };
                 let _ = reply.send(result);
             }
+            Command::Rewind {
+                messages,
+                leaf,
+                reply,
+            } => {
+                let result = if self.run.is_some() {
+                    Err(AgentError::Busy)
+                } else {
+                    self.messages = messages.clone();
+                    self.deliver(AgentEvent::Rewound { messages, leaf });
+                    Ok(())
+                };
+                let _ = reply.send(result);
+            }
+            Command::Announce(event) => self.deliver(event),
             Command::SetQueueModes(steering, follow_up) => {
                 self.steering.mode = steering;
                 self.follow_up.mode = follow_up;
@@ -470,6 +487,7 @@ impl Owner {
             hooks: self.hooks.clone(),
             stream_options: self.stream_options.clone(),
             compactor: self.compactor.clone(),
+            checkpointer: self.checkpointer.clone(),
             turn: self.turn,
         };
         let io = LoopIo {

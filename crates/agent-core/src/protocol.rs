@@ -7,8 +7,8 @@ use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Compactor, Hooks, NoHooks,
-    QueueMode, QueuedMessage, ResetReason, Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor, Hooks,
+    NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
 };
 
 /// How an agent starts.
@@ -27,6 +27,8 @@ pub struct AgentConfig {
     pub messages: Vec<AgentMessage>,
     /// Summarises old history when the context nears the window; none: never compact.
     pub compactor: Option<Arc<dyn Compactor>>,
+    /// Takes checkpoints around tool batches that can change files; none: no checkpoints.
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 impl AgentConfig {
@@ -43,6 +45,7 @@ impl AgentConfig {
             follow_up_mode: QueueMode::All,
             messages: Vec::new(),
             compactor: None,
+            checkpointer: None,
         }
     }
 }
@@ -104,6 +107,12 @@ pub(crate) enum Command {
         reply: Reply<Result<(), AgentError>>,
     },
     SetQueueModes(QueueMode, QueueMode),
+    Rewind {
+        messages: Vec<AgentMessage>,
+        leaf: Option<String>,
+        reply: Reply<Result<(), AgentError>>,
+    },
+    Announce(AgentEvent),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
     Subscribe(mpsc::UnboundedSender<AgentEvent>),

@@ -18,8 +18,8 @@ use crate::compaction::compact_history;
 use crate::io::{Internal, LoopIo};
 use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
-    AgentEvent, AgentMessage, CompactReason, Compactor, Hooks, QueuedMessage, Tool, ToolOutcome,
-    TurnInfo, is_context_overflow,
+    AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, Hooks, QueuedMessage, Tool,
+    ToolOutcome, TurnInfo, is_context_overflow,
 };
 
 /// Everything a run needs, copied from the agent when the run starts.
@@ -33,6 +33,7 @@ pub(crate) struct RunContext {
     pub hooks: Arc<dyn Hooks>,
     pub stream_options: StreamOptions,
     pub compactor: Option<Arc<dyn Compactor>>,
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The number of the agent's last turn; this run's first turn is the next.
     pub turn: u64,
 }
@@ -54,6 +55,43 @@ impl RunContext {
             emit,
         )
         .await
+    }
+
+    /// A snapshot before a batch that can change files. A failure is not fatal: it is a note
+    /// for the user, told once the batch's results are in (nothing may sit between the calls
+    /// and their results).
+    async fn checkpoint_before(&self, calls: &[ToolCall]) -> Result<Option<String>, String> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Ok(None);
+        };
+        if !checkpointer.changes_files(calls) {
+            return Ok(None);
+        }
+        checkpointer.before().await.map(Some)
+    }
+
+    /// The snapshot after the batch: what it changed becomes a `checkpoint_taken` event.
+    async fn checkpoint_after(
+        &self,
+        mark: Result<Option<String>, String>,
+        calls: &[ToolCall],
+        io: &LoopIo,
+    ) -> Option<String> {
+        let mark = match mark {
+            Ok(Some(mark)) => mark,
+            Ok(None) => return None,
+            Err(err) => return Some(err),
+        };
+        let checkpointer = self.checkpointer.as_ref()?;
+        let ids = calls.iter().map(|c| c.id.clone()).collect();
+        match checkpointer.after(mark, ids).await {
+            Ok(Some(record)) => {
+                io.emit(AgentEvent::CheckpointTaken { record });
+                None
+            }
+            Ok(None) => None,
+            Err(err) => Some(err),
+        }
     }
 
     /// Opens the next turn.
@@ -145,6 +183,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 .push(AgentMessage::Assistant(assistant.clone()));
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
 
+            let mut checkpoint_note = None;
             let (results, terminate) = match assistant.stop_reason {
                 StopReason::Error | StopReason::Aborted => {
                     let reason = match assistant.stop_reason {
@@ -168,7 +207,9 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                         tools: &ctx.tools,
                         hooks: ctx.hooks.as_ref(),
                     };
+                    let mark = ctx.checkpoint_before(&calls).await;
                     let batch = execute_batch(&toolbox, &calls, &io).await;
+                    checkpoint_note = ctx.checkpoint_after(mark, &calls, &io).await;
                     (batch.results, batch.terminate)
                 }
             };
@@ -176,6 +217,11 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 let message = AgentMessage::ToolResult(result.clone());
                 io.emit_message(&message);
                 ctx.messages.push(message);
+            }
+            if let Some(err) = checkpoint_note {
+                let note = AgentMessage::notice(format!("No checkpoint for these changes: {err}"));
+                io.emit_message(&note);
+                ctx.messages.push(note);
             }
             io.emit(AgentEvent::TurnEnd {
                 turn: ctx.turn,

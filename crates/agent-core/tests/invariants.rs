@@ -319,7 +319,9 @@ fn rebuild(initial: &[AgentMessage], events: &[AgentEvent]) -> Vec<AgentMessage>
                     [AgentMessage::CompactionSummary(summary.clone())],
                 );
             }
-            AgentEvent::HistoryReset { messages, .. } => history = messages.clone(),
+            AgentEvent::HistoryReset { messages, .. } | AgentEvent::Rewound { messages, .. } => {
+                history = messages.clone()
+            }
             _ => {}
         }
     }

@@ -6,13 +6,18 @@
 //! {"type":"model_change","id":"…","parent_id":"a1b2c3d4","timestamp":"…","provider":"…","model":"…"}
 //! {"type":"thinking_change","id":"…","parent_id":"…","timestamp":"…","level":"high"}
 //! {"type":"compaction","id":"…","parent_id":"…","timestamp":"…","summary":{…},"first_kept_id":"…"}
+//! {"type":"checkpoint","id":"…","parent_id":"…","timestamp":"…","record":{"id":"…","before":"…","after":"…","changed":["src/a.rs"]}}
+//! {"type":"restore","id":"…","parent_id":"…","timestamp":"…","record":{"kind":"undo","checkpoint":"…","restored":[…],"pre_restore":"…"}}
+//! {"type":"branch","id":"…","parent_id":"…","timestamp":"…"}
+//! {"type":"label","id":"…","parent_id":"…","timestamp":"…","target":"…","name":"…"}
 //! ```
 //!
 //! Every entry names its parent. The history is the chain from the last entry back to a root,
-//! so a file can hold branches (the crash repair of an older file writes one); usually the
-//! entries form one chain in file order.
+//! so a file holds branches: a rewind or a `/tree` jump writes a `branch` entry under the point
+//! it went back to, and the entries after that point stay in the file on their own branch.
+//! Without rewinds the entries form one chain in file order.
 
-use agent_core::{AgentMessage, CompactionSummary};
+use agent_core::{AgentMessage, CheckpointRecord, CompactionSummary, RestoreRecord};
 use llm::ThinkingLevel;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +77,18 @@ pub enum EntryBody {
         summary: CompactionSummary,
         first_kept_id: Option<String>,
     },
+    /// A tool batch changed files; the workspace before it can be restored.
+    Checkpoint(CheckpointRecord),
+    /// Files were restored from a checkpoint (undo, redo, rewind).
+    Restore(RestoreRecord),
+    /// The conversation went back: it goes on from this entry's parent (`/rewind`, `/tree`);
+    /// what came after the parent stays in the file as another branch.
+    Branch,
+    /// The user named entry `target` (`/label`), for `/tree`.
+    Label {
+        target: String,
+        name: String,
+    },
 }
 
 /// The serde shape of an entry: the tag first, so a reader can tell a message line by its
@@ -105,6 +122,30 @@ enum Wire {
         summary: CompactionSummary,
         first_kept_id: Option<String>,
     },
+    Checkpoint {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        record: CheckpointRecord,
+    },
+    Restore {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        record: RestoreRecord,
+    },
+    Branch {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+    },
+    Label {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        target: String,
+        name: String,
+    },
 }
 
 /// [`Wire`] borrowed, so writing an entry copies nothing.
@@ -136,6 +177,30 @@ enum WireRef<'a> {
         timestamp: &'a str,
         summary: &'a CompactionSummary,
         first_kept_id: Option<&'a str>,
+    },
+    Checkpoint {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        record: &'a CheckpointRecord,
+    },
+    Restore {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        record: &'a RestoreRecord,
+    },
+    Branch {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+    },
+    Label {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        target: &'a str,
+        name: &'a str,
     },
 }
 
@@ -188,6 +253,30 @@ impl Entry {
                 timestamp,
                 summary,
                 first_kept_id: first_kept_id.as_deref(),
+            },
+            EntryBody::Checkpoint(record) => WireRef::Checkpoint {
+                id,
+                parent_id,
+                timestamp,
+                record,
+            },
+            EntryBody::Restore(record) => WireRef::Restore {
+                id,
+                parent_id,
+                timestamp,
+                record,
+            },
+            EntryBody::Branch => WireRef::Branch {
+                id,
+                parent_id,
+                timestamp,
+            },
+            EntryBody::Label { target, name } => WireRef::Label {
+                id,
+                parent_id,
+                timestamp,
+                target,
+                name,
             },
         };
         // Plain data with string keys: serialising cannot fail.
@@ -255,6 +344,50 @@ impl Entry {
                     summary,
                     first_kept_id,
                 },
+            },
+            Wire::Checkpoint {
+                id,
+                parent_id,
+                timestamp,
+                record,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Checkpoint(record),
+            },
+            Wire::Restore {
+                id,
+                parent_id,
+                timestamp,
+                record,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Restore(record),
+            },
+            Wire::Branch {
+                id,
+                parent_id,
+                timestamp,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Branch,
+            },
+            Wire::Label {
+                id,
+                parent_id,
+                timestamp,
+                target,
+                name,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::Label { target, name },
             },
         })
     }

@@ -1,5 +1,6 @@
 //! Finding sessions: all of a working directory's, the latest, or one by path or id prefix.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,8 @@ pub struct SessionInfo {
     /// The first user message, on one line (empty when there is none).
     pub first_prompt: String,
     pub message_count: usize,
+    /// How many branches the file holds (rewinds and `/tree` jumps make more than one).
+    pub branches: usize,
     pub size: u64,
 }
 
@@ -175,10 +178,19 @@ fn describe(path: &Path) -> io::Result<SessionInfo> {
     let header: Option<SessionHeader> = serde_json::from_slice(&line).ok();
     let mut first_prompt = None;
     let mut message_count = 0;
+    // Entries and the ones something continues: the rest are branch tips.
+    let mut entries = HashSet::new();
+    let mut continued = HashSet::new();
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
             break;
+        }
+        if let Some((id, parent)) = entry_ids(&line) {
+            entries.insert(id);
+            if let Some(parent) = parent {
+                continued.insert(parent);
+            }
         }
         if !is_message_line(&line) {
             continue;
@@ -209,8 +221,27 @@ fn describe(path: &Path) -> io::Result<SessionInfo> {
         modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         first_prompt: first_prompt.unwrap_or_default(),
         message_count,
+        branches: entries.difference(&continued).count().max(1),
         size: metadata.len(),
     })
+}
+
+/// An entry's id and parent id, read from the start of its line: the writer puts them first
+/// (`{"type":"…","id":"…","parent_id":…`), so no JSON parsing is needed. `None` for a line of
+/// another shape (the header, a damaged line).
+fn entry_ids(line: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let rest = &rest[rest.iter().position(|&b| b == b'"')? + 1..];
+    let rest = rest.strip_prefix(br#","id":""#)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    let id = rest[..end].to_vec();
+    let rest = rest[end + 1..].strip_prefix(br#","parent_id":"#)?;
+    if rest.starts_with(b"null") {
+        return Some((id, None));
+    }
+    let rest = rest.strip_prefix(b"\"")?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    Some((id, Some(rest[..end].to_vec())))
 }
 
 fn one_line(text: &str) -> String {

@@ -15,11 +15,38 @@ use llm::ThinkingLevel;
 
 use crate::entry::{Entry, EntryBody, HeaderTag, SessionHeader};
 use crate::loaded::LoadedSession;
+use crate::timeline::Timeline;
 
 /// Loads a session file. Fails only when the file cannot be read; damaged lines (a truncated
 /// last line after a crash, garbage in the middle) are skipped and reported in `warnings`.
 /// Never writes: see [`LoadedSession::repaired`].
 pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
+    load(path, Leaf::Last)
+}
+
+/// Where the history to load ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf<'a> {
+    /// At the last entry of the file: where the session was left.
+    Last,
+    /// At this entry, on whatever branch it is (`/tree`, a rewind).
+    Entry(&'a str),
+    /// Before the first entry: an empty history (a rewind to the first message).
+    Root,
+}
+
+/// Loads the history that ends at `leaf`; an entry id the file does not hold is a `NotFound`
+/// error. See [`load_session`].
+pub fn load_session_at(path: &Path, leaf: Leaf<'_>) -> io::Result<LoadedSession> {
+    load(path, leaf)
+}
+
+fn load(path: &Path, leaf: Leaf<'_>) -> io::Result<LoadedSession> {
+    if leaf != Leaf::Last {
+        let mut session = load_branches(path, leaf)?;
+        crate::repair::repair(&mut session);
+        return Ok(session);
+    }
     // Almost every file is one chain in file order: apply its entries as they are read. A file
     // with branches is read again, keeping every entry until its chain is known.
     let mut session = empty(path);
@@ -31,13 +58,13 @@ pub fn load_session(path: &Path) -> io::Result<LoadedSession> {
         true
     })?;
     if !linear {
-        session = load_branches(path)?;
+        session = load_branches(path, Leaf::Last)?;
     }
     crate::repair::repair(&mut session);
     Ok(session)
 }
 
-fn load_branches(path: &Path) -> io::Result<LoadedSession> {
+fn load_branches(path: &Path, leaf: Leaf<'_>) -> io::Result<LoadedSession> {
     let mut session = empty(path);
     let mut entries: Vec<Entry> = Vec::new();
     let mut parents: Vec<Option<usize>> = Vec::new();
@@ -47,7 +74,19 @@ fn load_branches(path: &Path) -> io::Result<LoadedSession> {
         true
     })?;
     let mut on_chain = vec![false; entries.len()];
-    let mut at = entries.len().checked_sub(1);
+    let mut at = match leaf {
+        Leaf::Last => entries.len().checked_sub(1),
+        Leaf::Root => None,
+        Leaf::Entry(id) => match entries.iter().rposition(|e| e.id == id) {
+            Some(i) => Some(i),
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{} has no entry {id}", path.display()),
+                ));
+            }
+        },
+    };
     while let Some(i) = at {
         on_chain[i] = true;
         at = parents[i];
@@ -58,6 +97,19 @@ fn load_branches(path: &Path) -> io::Result<LoadedSession> {
         }
     }
     Ok(session)
+}
+
+/// Hands every readable entry of the file to `each`, with its index and its parent's.
+pub(crate) fn scan_entries(
+    path: &Path,
+    mut each: impl FnMut(Entry, usize, Option<usize>),
+) -> io::Result<()> {
+    let mut session = empty(path);
+    scan(path, &mut session, |_, entry, here, parent| {
+        each(entry, here, parent);
+        true
+    })?;
+    Ok(())
 }
 
 fn empty(path: &Path) -> LoadedSession {
@@ -77,6 +129,8 @@ fn empty(path: &Path) -> LoadedSession {
         ids: HashSet::new(),
         len: 0,
         message_pos: Vec::new(),
+        message_parents: Vec::new(),
+        timeline: Timeline::new(0),
     }
 }
 
@@ -198,8 +252,14 @@ impl LoadedSession {
             EntryBody::Message(message) => {
                 self.messages.push(message);
                 self.message_ids.push(entry.id);
+                self.message_parents.push(entry.parent_id);
                 self.message_pos.push(pos);
+                self.timeline.message();
             }
+            EntryBody::Checkpoint(record) => self.timeline.taken(record),
+            EntryBody::Restore(record) => self.timeline.restored(&record),
+            // Both only shape the tree: a branch point's parent is already on the chain.
+            EntryBody::Branch | EntryBody::Label { .. } => {}
             EntryBody::ModelChange { provider, model } => {
                 self.provider = provider;
                 self.model = model;
@@ -227,7 +287,9 @@ impl LoadedSession {
                 self.messages
                     .splice(..cut, [AgentMessage::CompactionSummary(summary)]);
                 self.message_ids.splice(..cut, [entry.id]);
+                self.message_parents.splice(..cut, [entry.parent_id]);
                 self.message_pos.splice(..cut, [pos]);
+                self.timeline.compacted(cut);
             }
         }
     }

@@ -9,6 +9,7 @@ use agent_core::AgentMessage;
 use llm::ThinkingLevel;
 
 use crate::entry::{Entry, SessionHeader};
+use crate::timeline::Timeline;
 
 /// A session as loaded: the history to start an agent from, and what went wrong on the way.
 #[derive(Debug, Clone)]
@@ -43,4 +44,9 @@ pub struct LoadedSession {
     pub(crate) len: u64,
     /// The index in the file of each message's entry (for the repair's branch point).
     pub(crate) message_pos: Vec<usize>,
+    /// The parent of each message's entry: the point a rewind to before that message goes
+    /// back to.
+    pub(crate) message_parents: Vec<Option<String>>,
+    /// The checkpoints on this branch, and which can be undone or redone.
+    pub timeline: Timeline,
 }

@@ -114,33 +114,42 @@ pub(crate) fn repair(session: &mut LoadedSession) {
     let timestamp = rfc3339(now_millis());
     let mut pending: Vec<Entry> = Vec::new();
     let mut parent = parent;
-    let mut push = |body: EntryBody, ids: &mut HashSet<String>| -> String {
+    // Returns the new entry's id and its parent.
+    let mut push = |body: EntryBody, ids: &mut HashSet<String>| -> (String, Option<String>) {
         let id = unique_id(ids);
+        let parent_id = parent.replace(id.clone());
         pending.push(Entry {
             id: id.clone(),
-            parent_id: parent.replace(id.clone()),
+            parent_id: parent_id.clone(),
             timestamp: timestamp.clone(),
             body,
         });
-        id
+        (id, parent_id)
     };
     let old_messages = std::mem::take(&mut session.messages);
     let old_ids = std::mem::take(&mut session.message_ids);
+    let old_parents = std::mem::take(&mut session.message_parents);
     let mut messages = Vec::with_capacity(len + gaps.len());
     let mut ids = Vec::with_capacity(len + gaps.len());
+    let mut parents = Vec::with_capacity(len + gaps.len());
     let mut gaps = gaps.into_iter().peekable();
     let mut repaired = 0;
-    for (i, (message, id)) in old_messages.into_iter().zip(old_ids).enumerate() {
+    let olds = old_messages.into_iter().zip(old_ids).zip(old_parents);
+    for (i, ((message, id), old_parent)) in olds.enumerate() {
         while let Some(gap) = gaps.next_if(|g| g.at == i) {
+            session.timeline.inserted(messages.len(), gap.results.len());
             for result in gap.results {
                 let message = AgentMessage::ToolResult(result);
-                ids.push(push(EntryBody::Message(message.clone()), &mut session.ids));
+                let (id, parent) = push(EntryBody::Message(message.clone()), &mut session.ids);
+                ids.push(id);
+                parents.push(parent);
                 messages.push(message);
                 repaired += 1;
             }
         }
         if i < keep {
             ids.push(id);
+            parents.push(old_parent);
         } else {
             let body = match &message {
                 AgentMessage::CompactionSummary(summary) => EntryBody::Compaction {
@@ -149,14 +158,19 @@ pub(crate) fn repair(session: &mut LoadedSession) {
                 },
                 other => EntryBody::Message(other.clone()),
             };
-            ids.push(push(body, &mut session.ids));
+            let (id, parent) = push(body, &mut session.ids);
+            ids.push(id);
+            parents.push(parent);
         }
         messages.push(message);
     }
     for gap in gaps {
+        session.timeline.inserted(messages.len(), gap.results.len());
         for result in gap.results {
             let message = AgentMessage::ToolResult(result);
-            ids.push(push(EntryBody::Message(message.clone()), &mut session.ids));
+            let (id, parent) = push(EntryBody::Message(message.clone()), &mut session.ids);
+            ids.push(id);
+            parents.push(parent);
             messages.push(message);
             repaired += 1;
         }
@@ -179,6 +193,7 @@ pub(crate) fn repair(session: &mut LoadedSession) {
     session.leaf_id = parent;
     session.messages = messages;
     session.message_ids = ids;
+    session.message_parents = parents;
     // Positions in the file are only known for entries already there; none is needed again.
     session.message_pos.clear();
     session.pending = pending;

@@ -10,6 +10,7 @@ use llm::{Model, ThinkingLevel, now_millis};
 
 use crate::entry::{Entry, EntryBody, FORMAT_VERSION, HeaderTag, SessionHeader};
 use crate::ids::{random_hex, rfc3339, unique_id};
+use crate::load::{Leaf, load_session_at};
 use crate::private::{create_private_dirs, create_private_file, try_lock};
 use crate::{Home, LoadedSession};
 
@@ -50,6 +51,9 @@ pub struct SessionWriter {
     /// Entry ids of the messages in the agent's history, in order: a compaction that replaced
     /// `messages[..n]` is recorded as "kept from the entry `ids[n]`".
     history_ids: Vec<String>,
+    /// The parent of each of those entries: where a rewind to before that message goes back
+    /// to.
+    history_parents: Vec<Option<String>>,
     provider: String,
     model: String,
     thinking: ThinkingLevel,
@@ -121,6 +125,7 @@ impl SessionWriter {
             last_id: None,
             ids: HashSet::new(),
             history_ids: Vec::new(),
+            history_parents: Vec::new(),
             provider: provider.to_string(),
             model: model.to_string(),
             thinking,
@@ -170,6 +175,7 @@ impl SessionWriter {
             last_id: session.leaf_id.clone(),
             ids: session.ids.clone(),
             history_ids: session.message_ids.clone(),
+            history_parents: session.message_parents.clone(),
             provider: session.provider.clone(),
             model: session.model.clone(),
             thinking: session.thinking,
@@ -199,8 +205,7 @@ impl SessionWriter {
                 },
                 other => EntryBody::Message(other.clone()),
             };
-            let id = writer.append(body)?;
-            writer.history_ids.push(id);
+            writer.append_message(body)?;
         }
         if writer.file.is_none() {
             // An empty history still makes the file, so the fork can be found.
@@ -216,6 +221,15 @@ impl SessionWriter {
 
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// Appends an entry that is a message of the history.
+    fn append_message(&mut self, body: EntryBody) -> io::Result<()> {
+        let parent = self.last_id.clone();
+        let id = self.append(body)?;
+        self.history_ids.push(id);
+        self.history_parents.push(parent);
+        Ok(())
     }
 
     /// Appends one entry and returns its id.
@@ -269,8 +283,7 @@ impl SessionWriter {
             AgentEvent::ModelChange { model } => self.record_model(model)?,
             AgentEvent::ThinkingChange { level } => self.record_thinking(*level)?,
             AgentEvent::MessageEnd { message } => {
-                let id = self.append(EntryBody::Message(message.clone()))?;
-                self.history_ids.push(id);
+                self.append_message(EntryBody::Message(message.clone()))?
             }
             AgentEvent::CompactionEnd {
                 outcome: CompactionOutcome::Compacted { summary, replaced },
@@ -278,15 +291,83 @@ impl SessionWriter {
             } => {
                 let replaced = (*replaced).min(self.history_ids.len());
                 let first_kept_id = self.history_ids.get(replaced).cloned();
+                let parent = self.last_id.clone();
                 let id = self.append(EntryBody::Compaction {
                     summary: summary.clone(),
                     first_kept_id,
                 })?;
                 self.history_ids.splice(..replaced, [id]);
+                self.history_parents.splice(..replaced, [parent]);
+            }
+            AgentEvent::CheckpointTaken { record } => {
+                self.append(EntryBody::Checkpoint(record.clone()))?;
+            }
+            AgentEvent::CheckpointRestored { record } => {
+                self.append(EntryBody::Restore(record.clone()))?;
+            }
+            AgentEvent::Rewound { messages, leaf } => {
+                self.rewind(messages.len(), leaf.as_deref())?
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Moves the current leaf back: to `leaf` when given (a `/tree` jump), else to just before
+    /// message `keep` of the history (a rewind). The entries after it stay in the file, on
+    /// their own branch; a `branch` entry makes the move survive a restart.
+    fn rewind(&mut self, keep: usize, leaf: Option<&str>) -> io::Result<()> {
+        if self.file.is_none() {
+            return Ok(()); // nothing written, nothing to go back from
+        }
+        let target = match leaf {
+            Some(id) => Some(id.to_string()),
+            None => match self.history_parents.get(keep) {
+                Some(parent) => parent.clone(),
+                None => return Ok(()), // nothing dropped
+            },
+        };
+        if target == self.last_id {
+            return Ok(());
+        }
+        let at = match &target {
+            Some(id) => Leaf::Entry(id),
+            None => Leaf::Root,
+        };
+        let loaded = load_session_at(&self.path, at)?;
+        self.last_id = target;
+        // The tool calls a branch ending mid-batch leaves open are closed there first.
+        for entry in &loaded.pending {
+            self.write_entry(entry)?;
+        }
+        self.append(EntryBody::Branch)?;
+        self.history_ids = loaded.message_ids;
+        self.history_parents = loaded.message_parents;
+        // The model and thinking level stay what they are now, whatever they were back there.
+        let (provider, model, thinking) =
+            (self.provider.clone(), self.model.clone(), self.thinking);
+        if (loaded.provider.as_str(), loaded.model.as_str()) != (&provider, &model) {
+            self.append(EntryBody::ModelChange { provider, model })?;
+        }
+        if loaded.thinking != thinking {
+            self.append(EntryBody::ThinkingChange(thinking))?;
+        }
+        Ok(())
+    }
+
+    /// Names the newest message of the history (`/label`), for `/tree`.
+    pub fn label(&mut self, name: &str) -> io::Result<String> {
+        let Some(target) = self.history_ids.last().cloned() else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "nothing to label yet: the session has no message",
+            ));
+        };
+        self.append(EntryBody::Label {
+            target: target.clone(),
+            name: name.to_string(),
+        })?;
+        Ok(target)
     }
 
     /// Records a model switch (nothing when it is the current model).

@@ -214,6 +214,37 @@ impl App {
                     self.push_cell(CellKind::Notice(record));
                 }
             }
+            AgentEvent::CheckpointTaken { record } => {
+                self.push_cell(CellKind::Notice(format!(
+                    "Changed {} (/undo takes it back)",
+                    some_paths(&record.changed)
+                )));
+            }
+            AgentEvent::CheckpointRestored { record } => {
+                let verb = match record.kind {
+                    agent_core::RestoreKind::Undo => "Undone",
+                    agent_core::RestoreKind::Redo => "Redone",
+                    agent_core::RestoreKind::Rewind => "Restored",
+                };
+                let mut text = format!("{verb}: {}", some_paths(&record.restored));
+                if !record.kept.is_empty() {
+                    text.push_str(&format!(
+                        "; kept as you left them: {}",
+                        some_paths(&record.kept)
+                    ));
+                }
+                text.push_str(" (/redo or /undo again go on from here)");
+                self.push_cell(CellKind::Notice(text));
+            }
+            AgentEvent::Rewound { messages, .. } => {
+                self.clear_transcript();
+                self.load_history(messages);
+                self.push_cell(CellKind::Notice(
+                    "Rewound: the conversation goes on from here; what came after stays in the \
+                     session as another branch (/tree)."
+                        .into(),
+                ));
+            }
             AgentEvent::ModelChange { model } => {
                 self.status.model = model.id.clone();
                 self.status.context_window = model.context_window;
@@ -515,6 +546,24 @@ pub struct QueuedView {
     pub id: u64,
     pub kind: QueueKind,
     pub text: String,
+}
+
+/// A few of `paths`, for a one-line notice.
+fn some_paths(paths: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let mut text = paths
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    if text.is_empty() {
+        text.push_str("nothing");
+    }
+    text
 }
 
 fn new_text_cell() -> CellKind {

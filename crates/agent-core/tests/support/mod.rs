@@ -616,7 +616,10 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::HistoryReset { .. }
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }
-            | AgentEvent::QueueReturned { .. } => {}
+            | AgentEvent::QueueReturned { .. }
+            | AgentEvent::CheckpointTaken { .. }
+            | AgentEvent::CheckpointRestored { .. }
+            | AgentEvent::Rewound { .. } => {}
             AgentEvent::ApprovalRequested { request } => {
                 assert!(
                     tools.contains(&request.tool_call_id),
