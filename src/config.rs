@@ -27,6 +27,8 @@ pub struct Config {
     #[serde(default)]
     pub sandbox: SandboxConfig,
     #[serde(default)]
+    pub checkpoints: CheckpointsConfig,
+    #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
     /// What loading had to say (settings it ignored), for the user to see once.
     #[serde(skip)]
@@ -45,6 +47,14 @@ pub struct ToolsConfig {
 pub struct BashConfig {
     /// Commands see the provider API keys (hidden by default).
     pub inherit_keys: Option<bool>,
+}
+
+/// `[checkpoints]`: snapshots of the workspace around the agent's changes, for `/undo`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsConfig {
+    /// On by default.
+    pub enabled: Option<bool>,
 }
 
 /// `[sandbox]`: how commands are confined.
@@ -149,6 +159,13 @@ impl Config {
                 config.notices.push(format!(
                     "{}: [sandbox] and `approval` are ignored: a repository cannot widen what \
                      the agent may do; set them in the home config.toml or with --sandbox / -a",
+                    project.display()
+                ));
+            }
+            // Nor take away the user's undo.
+            if overrides.checkpoints.enabled.take().is_some() {
+                config.notices.push(format!(
+                    "{}: [checkpoints] is ignored: set it in the home config.toml",
                     project.display()
                 ));
             }

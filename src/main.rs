@@ -1,10 +1,12 @@
 //! `coding-agent`: parses flags, loads the config and wires the crates together.
 
+mod checkpoints;
 mod cli;
 mod config;
 mod doctor;
 mod guard;
 mod modes;
+mod rewind;
 mod safety;
 mod sessions;
 mod setup;

@@ -6,29 +6,34 @@
 //! event tells every reader — the TUI, an RPC client, the recorder — what happened.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use agent_core::{Agent, AgentMessage, ResetReason};
-use session::{Home, Recorder, ResumeError, SessionInfo, SessionWriter};
+use session::{Home, LoadedSession, Recorder, ResumeError, SessionInfo, SessionWriter, Timeline};
+
+use crate::checkpoints::Checkpoints;
 
 /// The session a mode is recording into, and how to switch it.
 pub struct Sessions {
-    agent: Agent,
-    recorder: Recorder,
+    pub(crate) agent: Agent,
+    pub(crate) recorder: Recorder,
+    pub(crate) checkpoints: Arc<Checkpoints>,
     /// Where bash saves long outputs: beside the current session file, so they go when the
     /// session goes.
     spill: tools::SpillDir,
-    home: Home,
-    cwd: PathBuf,
-    no_session: bool,
+    pub(crate) home: Home,
+    pub(crate) cwd: PathBuf,
+    pub(crate) no_session: bool,
     /// The current session file and its id; none with `--no-session`.
     current: Mutex<Option<(PathBuf, String)>>,
 }
 
 impl Sessions {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         agent: Agent,
         recorder: Recorder,
+        checkpoints: Arc<Checkpoints>,
         spill: tools::SpillDir,
         home: Home,
         cwd: PathBuf,
@@ -44,6 +49,7 @@ impl Sessions {
         Self {
             agent,
             recorder,
+            checkpoints,
             spill,
             home,
             cwd,
@@ -74,6 +80,7 @@ impl Sessions {
                 snapshot.thinking,
             ))),
         };
+        self.checkpoints.prepare(Timeline::new(0));
         self.switch(writer, Vec::new(), ResetReason::New).await
     }
 
@@ -87,13 +94,15 @@ impl Sessions {
         self.recorder.flush().await;
         // This process holds the current session's lock: resuming it just reloads it.
         let reopen = !self.no_session && self.current().is_none_or(|(current, _)| current != path);
-        let (messages, writer) = tokio::task::spawn_blocking(move || open(&path, reopen))
+        let (loaded, writer) = tokio::task::spawn_blocking(move || open(&path, reopen))
             .await
             .map_err(|e| format!("loading the session failed: {e}"))??;
-        self.switch(writer, messages, ResetReason::Resume).await
+        self.checkpoints.prepare(loaded.timeline);
+        self.switch(writer, loaded.messages, ResetReason::Resume)
+            .await
     }
 
-    async fn switch(
+    pub(crate) async fn switch(
         &self,
         writer: Opened,
         messages: Vec<AgentMessage>,
@@ -155,7 +164,7 @@ impl Sessions {
 }
 
 /// Where recording goes after a switch.
-enum Opened {
+pub(crate) enum Opened {
     Writer(Box<SessionWriter>),
     /// The session being recorded already: keep its writer.
     Current,
@@ -166,14 +175,14 @@ enum Opened {
 /// Loads a session and, with `reopen`, takes its lock for appending (writing the entries that
 /// close tool calls a crash left open). Another process appending in between makes it load
 /// again.
-fn open(path: &std::path::Path, reopen: bool) -> Result<(Vec<AgentMessage>, Opened), String> {
+fn open(path: &std::path::Path, reopen: bool) -> Result<(LoadedSession, Opened), String> {
     for _ in 0..5 {
         let loaded = session::load_session(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if !reopen {
-            return Ok((loaded.messages, Opened::Current));
+            return Ok((loaded, Opened::Current));
         }
         match SessionWriter::resume(&loaded) {
-            Ok(writer) => return Ok((loaded.messages, Opened::Writer(Box::new(writer)))),
+            Ok(writer) => return Ok((loaded, Opened::Writer(Box::new(writer)))),
             Err(ResumeError::Changed(_)) => continue,
             Err(ResumeError::Locked(_)) => {
                 return Err(format!(

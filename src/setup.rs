@@ -9,9 +9,10 @@ use agent_core::{Agent, AgentConfig, AgentMessage};
 use llm::{Api, Model, ModelCost, Registry, RetryPolicy, Router, StreamOptions, ThinkingLevel};
 use session::{
     CompactionSettings, Home, LoadedSession, PromptInputs, Recorder, RecorderSetup, ResumeError,
-    SessionCompactor, SessionWriter, SystemPrompt,
+    SessionCompactor, SessionWriter, SystemPrompt, Timeline,
 };
 
+use crate::checkpoints::Checkpoints;
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::sessions::Sessions;
@@ -190,10 +191,26 @@ pub fn build(
         (false, Some(writer)) => Some(writer),
         (false, None) => Some(SessionWriter::create(&home, &cwd, &model, thinking)),
     };
-    let agent = Agent::spawn(agent_config);
     let current = writer
         .as_ref()
         .map(|w| (w.path().to_path_buf(), w.header().id.clone()));
+    let timeline = resumed
+        .as_ref()
+        .map_or_else(|| Timeline::new(0), |s| s.timeline.clone());
+    // Snapshots cover the whole repository, as the sandbox's workspace does.
+    let checkpoints = Arc::new(Checkpoints::new(
+        home.root(),
+        session::repository_root(&cwd),
+        current.as_ref().map(|(_, id)| id.as_str()),
+        timeline,
+    ));
+    if config.checkpoints.enabled != Some(false) {
+        agent_config.checkpointer = Some(Arc::new(crate::checkpoints::Hook(checkpoints.clone())));
+    } else {
+        checkpoints.turn_off("off in the config ([checkpoints] enabled = false)");
+    }
+    let agent = Agent::spawn(agent_config);
+    checkpoints.follow(&agent);
     let recorder = Recorder::spawn(
         agent.subscribe(),
         writer,
@@ -207,6 +224,7 @@ pub fn build(
     let sessions = Arc::new(Sessions::new(
         agent.clone(),
         recorder,
+        checkpoints,
         tool_options.bash.spill_dir.clone(),
         home,
         cwd.clone(),
@@ -441,8 +459,12 @@ fn pick_session(home: &Home, cwd: &Path) -> Result<Option<PathBuf>, Fail> {
     eprintln!("Sessions in {} (newest first):", cwd.display());
     for (i, s) in sessions.iter().enumerate().take(20) {
         let prompt: String = s.first_prompt.chars().take(60).collect();
+        let branches = match s.branches {
+            1 => String::new(),
+            n => format!("  {n} branches"),
+        };
         eprintln!(
-            "{:>3}. {}  {:>4} messages  {:>7}  {prompt}",
+            "{:>3}. {}  {:>4} messages  {:>7}{branches}  {prompt}",
             i + 1,
             s.created.get(..16).unwrap_or(&s.created).replace('T', " "),
             s.message_count,

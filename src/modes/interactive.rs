@@ -4,16 +4,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use agent_core::{OnConflict, RestoreOutcome};
 use agent_core::{Tool, ToolContext, ToolOutput};
 use async_trait::async_trait;
 use llm::{Model, Registry, ToolResultMessage, now_millis};
 use tokio_util::sync::CancellationToken;
-use tui::{Host, OnOutput, SessionChoice};
+use tui::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 
 use crate::sessions::Sessions;
 use crate::setup::Setup;
 
 pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
+    crate::checkpoints::prune_in_background(&setup.sessions.home);
     let options = tui::Options {
         cwd: setup.cwd.clone(),
         model: setup.model.id.clone(),
@@ -76,9 +78,13 @@ impl Host for TuiHost {
             .map(|s| {
                 let prompt: String = s.first_prompt.chars().take(50).collect();
                 let when = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
+                let branches = match s.branches {
+                    1 => String::new(),
+                    n => format!(" · {n} branches"),
+                };
                 SessionChoice {
                     path: s.path,
-                    label: format!("{when} · {} messages · {prompt}", s.message_count),
+                    label: format!("{when} · {} messages{branches} · {prompt}", s.message_count),
                 }
             })
             .collect()
@@ -98,11 +104,17 @@ impl Host for TuiHost {
             on_output(partial.plain_text());
         });
         let args = serde_json::json!({ "command": command });
-        let output = self
-            .shell
-            .execute(args, ctx)
-            .await
-            .unwrap_or_else(|e| ToolOutput::error(e.0));
+        // Whatever the command changes can be undone like the agent's changes.
+        let checkpoints = &self.sessions.checkpoints;
+        let (output, note) = checkpoints
+            .around(&self.sessions.agent, self.shell.execute(args, ctx))
+            .await;
+        let mut output = output.unwrap_or_else(|e| ToolOutput::error(e.0));
+        if let Some(note) = note {
+            output.content.push(llm::UserContent::Text {
+                text: format!("\n(no checkpoint: {note})"),
+            });
+        }
         ToolResultMessage {
             tool_call_id: "shell".into(),
             tool_name: "bash".into(),
@@ -114,7 +126,11 @@ impl Host for TuiHost {
     }
 
     fn session_status(&self) -> String {
-        self.sessions.status_line()
+        format!(
+            "{}\n{}",
+            self.sessions.status_line(),
+            self.sessions.checkpoints.status()
+        )
     }
 
     fn safety_status(&self) -> String {
@@ -126,6 +142,45 @@ impl Host for TuiHost {
         tokio::task::spawn_blocking(move || store.list(&project).map_err(|e| e.to_string()))
             .await
             .map_err(|e| e.to_string())?
+    }
+
+    async fn undo(&self, on: OnConflict) -> RestoreOutcome {
+        let s = &self.sessions;
+        s.checkpoints.undo(&s.agent, on).await
+    }
+
+    async fn redo(&self, on: OnConflict) -> RestoreOutcome {
+        let s = &self.sessions;
+        s.checkpoints.redo(&s.agent, on).await
+    }
+
+    async fn rewind_points(&self) -> Vec<RewindPoint> {
+        self.sessions.rewind_points().await
+    }
+
+    async fn rewind(
+        &self,
+        index: usize,
+        scope: RewindScope,
+        on: OnConflict,
+    ) -> Result<Rewinding, String> {
+        self.sessions.rewind(index, scope, on).await
+    }
+
+    async fn tree(&self) -> Result<Vec<TreeRow>, String> {
+        self.sessions.tree_rows().await
+    }
+
+    async fn jump(&self, id: String, code: bool, on: OnConflict) -> Result<Rewinding, String> {
+        self.sessions.jump(&id, code, on).await
+    }
+
+    async fn label(&self, name: String) -> Result<(), String> {
+        self.sessions.label(&name).await
+    }
+
+    async fn fork(&self) -> Result<String, String> {
+        self.sessions.fork().await
     }
 
     async fn revoke_rule(&self, prefix: Vec<String>) -> Result<(), String> {

@@ -11,13 +11,14 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::modes::rpc_protocol::{
-    Answer, Command, Data, QueueEntry, QueuedRef, Request, Response, SessionRef, State,
-    StreamingBehavior,
+    Answer, CheckpointView, Command, Data, QueueEntry, QueuedRef, Request, Response, RewindView,
+    RewindWhat, SessionRef, State, StreamingBehavior, TreeNodeView, TreeView,
 };
 use crate::setup::Setup;
 
 pub async fn run(setup: Setup) -> ExitCode {
     let mut events = setup.agent.subscribe();
+    crate::checkpoints::prune_in_background(&setup.sessions.home);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stop = crate::modes::headless::stop_signals();
     loop {
@@ -207,7 +208,100 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                 session: session_ref(setup),
             }))
         }
+        Command::Undo { on_conflict } => {
+            let restore = setup.sessions.checkpoints.undo(agent, on_conflict).await;
+            Ok(Some(Data::Restore { restore }))
+        }
+        Command::Redo { on_conflict } => {
+            let restore = setup.sessions.checkpoints.redo(agent, on_conflict).await;
+            Ok(Some(Data::Restore { restore }))
+        }
+        Command::Checkpoints => Ok(Some(Data::Checkpoints {
+            checkpoints: setup
+                .sessions
+                .checkpoints
+                .list()
+                .into_iter()
+                .map(|c| CheckpointView {
+                    record: c.record,
+                    at: c.at,
+                    undone: c.undone,
+                })
+                .collect(),
+        })),
+        Command::Rewind {
+            entry_id,
+            restore,
+            on_conflict,
+        } => {
+            let sessions = &setup.sessions;
+            // A user message of the current branch: back to just before it. Anything else
+            // (another branch, an answer): the conversation goes there.
+            let done = match sessions.message_index(&entry_id).await {
+                Ok(index) if is_user(setup, index).await => {
+                    sessions.rewind(index, restore.scope(), on_conflict).await?
+                }
+                _ if restore == RewindWhat::Code => {
+                    return Err(format!(
+                        "entry {entry_id} is not a user message of the current branch: only \
+                         `conversation` or `both` can go there"
+                    ));
+                }
+                _ => {
+                    let code = restore == RewindWhat::Both;
+                    sessions.jump(&entry_id, code, on_conflict).await?
+                }
+            };
+            Ok(Some(Data::Rewind {
+                rewind: RewindView {
+                    code: done.code,
+                    conversation: done.conversation,
+                    text: done.text,
+                },
+            }))
+        }
+        Command::GetTree => {
+            let tree = setup.sessions.tree().await?;
+            let nodes = tree
+                .nodes
+                .iter()
+                .map(|n| TreeNodeView {
+                    id: n.id.clone(),
+                    parent: n.parent.map(|p| tree.nodes[p].id.clone()),
+                    kind: match n.kind {
+                        session::NodeKind::User => "user",
+                        session::NodeKind::Assistant => "assistant",
+                        session::NodeKind::Compaction => "compaction",
+                    },
+                    text: n.text.clone(),
+                    label: n.label.clone(),
+                    checkpoints: n.checkpoints,
+                })
+                .collect();
+            Ok(Some(Data::Tree {
+                tree: TreeView {
+                    nodes,
+                    current: tree.current.map(|i| tree.nodes[i].id.clone()),
+                    branches: tree.branches,
+                },
+            }))
+        }
+        Command::Label { name } => setup.sessions.label(&name).await.map(|()| None),
+        Command::Fork => {
+            setup.sessions.fork().await?;
+            Ok(Some(Data::Session {
+                session: session_ref(setup),
+            }))
+        }
     }
+}
+
+async fn is_user(setup: &Setup, index: usize) -> bool {
+    setup
+        .agent
+        .snapshot()
+        .await
+        .is_ok_and(|s| matches!(s.messages.get(index), Some(AgentMessage::User(_))))
 }
 
 fn session_ref(setup: &Setup) -> Option<SessionRef> {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use agent_core::{AgentMessage, QueueKind};
+use agent_core::{OnConflict, RestoreOutcome};
 use llm::ThinkingLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -56,6 +57,59 @@ pub enum Command {
         #[serde(default)]
         reason: Option<String>,
     },
+    /// Takes back the files of the agent's last step.
+    Undo {
+        #[serde(default = "ask")]
+        on_conflict: OnConflict,
+    },
+    /// Re-applies what `undo` took back.
+    Redo {
+        #[serde(default = "ask")]
+        on_conflict: OnConflict,
+    },
+    /// The checkpoints of the current branch.
+    Checkpoints,
+    /// Goes back to entry `entry_id` (from `get_tree`): to just before it when it is a user
+    /// message, else to it.
+    Rewind {
+        entry_id: String,
+        #[serde(default)]
+        restore: RewindWhat,
+        #[serde(default = "ask")]
+        on_conflict: OnConflict,
+    },
+    /// The session's tree, every branch.
+    GetTree,
+    /// Names the newest message.
+    Label {
+        name: String,
+    },
+    /// Goes on in a copy of the current branch, in a new session file.
+    Fork,
+}
+
+fn ask() -> OnConflict {
+    OnConflict::Ask
+}
+
+/// What `rewind` restores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindWhat {
+    #[default]
+    Both,
+    Code,
+    Conversation,
+}
+
+impl RewindWhat {
+    pub fn scope(self) -> tui::RewindScope {
+        match self {
+            Self::Both => tui::RewindScope::Both,
+            Self::Code => tui::RewindScope::Code,
+            Self::Conversation => tui::RewindScope::Conversation,
+        }
+    }
 }
 
 /// An answer to an approval request.
@@ -82,6 +136,13 @@ impl Command {
             Self::Compact { .. } => "compact",
             Self::NewSession => "new_session",
             Self::Approve { .. } => "approve",
+            Self::Undo { .. } => "undo",
+            Self::Redo { .. } => "redo",
+            Self::Checkpoints => "checkpoints",
+            Self::Rewind { .. } => "rewind",
+            Self::GetTree => "get_tree",
+            Self::Label { .. } => "label",
+            Self::Fork => "fork",
         }
     }
 }
@@ -145,6 +206,62 @@ pub enum Data {
     Session {
         session: Option<SessionRef>,
     },
+    /// `undo`, `redo`.
+    Restore {
+        restore: RestoreOutcome,
+    },
+    Checkpoints {
+        checkpoints: Vec<CheckpointView>,
+    },
+    Rewind {
+        rewind: RewindView,
+    },
+    Tree {
+        tree: TreeView,
+    },
+}
+
+/// One checkpoint of `checkpoints`.
+#[derive(Debug, Serialize)]
+pub struct CheckpointView {
+    #[serde(flatten)]
+    pub record: agent_core::CheckpointRecord,
+    /// How many messages the history held when it was taken.
+    pub at: usize,
+    pub undone: bool,
+}
+
+/// What `rewind` did.
+#[derive(Debug, Serialize)]
+pub struct RewindView {
+    /// The restore of the files, when asked for (`conflicts`: nothing at all was done).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<RestoreOutcome>,
+    pub conversation: bool,
+    /// The user message gone back to before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// `get_tree`.
+#[derive(Debug, Serialize)]
+pub struct TreeView {
+    pub nodes: Vec<TreeNodeView>,
+    /// The node the session is at.
+    pub current: Option<String>,
+    pub branches: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TreeNodeView {
+    pub id: String,
+    pub parent: Option<String>,
+    /// `user`, `assistant` or `compaction`.
+    pub kind: &'static str,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub checkpoints: usize,
 }
 
 #[derive(Debug, Serialize)]

@@ -2,6 +2,8 @@
 //! test, the binary's command line with no provider key inherited, a mock server.
 #![allow(dead_code)]
 
+pub mod rpc;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

@@ -8,6 +8,36 @@ use async_trait::async_trait;
 use llm::ToolCall;
 use serde::{Deserialize, Serialize};
 
+/// How a path changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChangeKind {
+    Added,
+    Modified,
+    Deleted,
+    /// A file became a symlink or the other way round.
+    TypeChanged,
+}
+
+/// One changed path, relative to the workspace. Displays as `M src/a.rs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    pub kind: FileChangeKind,
+}
+
+impl std::fmt::Display for FileChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let letter = match self.kind {
+            FileChangeKind::Added => 'A',
+            FileChangeKind::Modified => 'M',
+            FileChangeKind::Deleted => 'D',
+            FileChangeKind::TypeChanged => 'T',
+        };
+        write!(f, "{letter} {}", self.path)
+    }
+}
+
 /// What one batch of tool calls changed in the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointRecord {
@@ -16,9 +46,10 @@ pub struct CheckpointRecord {
     /// The workspace before the batch and after it (the store's snapshot ids).
     pub before: String,
     pub after: String,
-    /// The paths the batch changed, relative to the workspace.
-    pub changed: Vec<String>,
-    /// Paths left out of the snapshots (too large, unreadable), with the reason.
+    /// The paths the batch changed.
+    pub changed: Vec<FileChange>,
+    /// Paths left out of the snapshots (too large, nested repositories), with the reason:
+    /// changes there cannot be taken back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
     /// The tool calls of the batch (empty for a `!cmd` shell command).
@@ -34,7 +65,7 @@ pub enum RestoreKind {
     Undo,
     /// Forward to after it again.
     Redo,
-    /// Back to before a user message (`/rewind`): `checkpoint` is the first after it.
+    /// Back to an earlier point of the conversation (`/rewind`, `/tree`).
     Rewind,
 }
 
@@ -42,13 +73,17 @@ pub enum RestoreKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestoreRecord {
     pub kind: RestoreKind,
-    /// The checkpoint it went back before (undo, rewind) or forward after (redo).
-    pub checkpoint: String,
-    /// The paths written or removed.
-    pub restored: Vec<String>,
+    /// The checkpoints taken back (undo, rewind: the workspace is as before the first of
+    /// them) or re-applied (redo: as after the last).
+    pub checkpoints: Vec<String>,
+    /// What the restore changed in the workspace.
+    pub restored: Vec<FileChange>,
     /// Paths the user chose to keep as they were (changed by someone else since).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<String>,
+    /// Paths that could not be restored, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
     /// The snapshot taken just before restoring, so the restore itself can be undone.
     pub pre_restore: String,
 }
@@ -68,4 +103,30 @@ pub trait Checkpointer: Send + Sync + 'static {
         mark: String,
         tool_call_ids: Vec<String>,
     ) -> Result<Option<CheckpointRecord>, String>;
+}
+
+/// What to do with files changed since the agent's checkpoint by someone else (the user's
+/// editor) when restoring would overwrite them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnConflict {
+    /// Change nothing and report them, so the user can choose.
+    Ask,
+    /// Restore them too (their current content stays in the snapshot taken first).
+    Overwrite,
+    /// Leave them as they are; restore the rest.
+    Keep,
+}
+
+/// How a restore (undo, redo, the code part of a rewind) went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RestoreOutcome {
+    /// Done (and announced as `checkpoint_restored`).
+    Restored { record: RestoreRecord },
+    /// Nothing was changed: these files changed since the agent's checkpoint; ask again with
+    /// `Overwrite` or `Keep`.
+    Conflicts { paths: Vec<String> },
+    /// Nothing to do, and why.
+    Nothing { reason: String },
 }

@@ -26,7 +26,10 @@ mod validate;
 
 pub use agent::Agent;
 pub use approval::{ApprovalDecision, ApprovalRequest, Approvals, Question};
-pub use checkpoint::{CheckpointRecord, Checkpointer, RestoreKind, RestoreRecord};
+pub use checkpoint::{
+    CheckpointRecord, Checkpointer, FileChange, FileChangeKind, OnConflict, RestoreKind,
+    RestoreOutcome, RestoreRecord,
+};
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,

@@ -1092,7 +1092,10 @@ impl agent_core::Checkpointer for CountingCheckpointer {
             id: "cp1".into(),
             before: mark,
             after: "tree-2".into(),
-            changed: vec!["a.txt".into()],
+            changed: vec![agent_core::FileChange {
+                path: "a.txt".into(),
+                kind: agent_core::FileChangeKind::Modified,
+            }],
             skipped: Vec::new(),
             tool_call_ids,
         }))

@@ -224,9 +224,10 @@ impl Store {
         // What `add -A` would read: modified tracked files and untracked ones. Files over the
         // cap and nested repositories are kept out (and dropped from the index if a previous
         // snapshot had them).
-        let listing = self
-            .git
-            .run(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], None)?;
+        let listing = self.git.run(
+            ["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"],
+            None,
+        )?;
         let mut skipped = Vec::new();
         let mut unstage: Vec<&[u8]> = Vec::new();
         let mut seen: HashSet<&[u8]> = HashSet::new();
@@ -489,7 +490,11 @@ fn nul_terminated(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
 pub(crate) fn session_refs(git: &Git, session: &str) -> Result<Vec<(u64, TreeId)>> {
     let prefix = format!("refs/checkpoints/{session}/");
     let out = git.run(
-        ["for-each-ref", "--format=%(refname)%00%(tree)", prefix.as_str()],
+        [
+            "for-each-ref",
+            "--format=%(refname)%00%(tree)",
+            prefix.as_str(),
+        ],
         None,
     )?;
     let mut refs = Vec::new();
@@ -526,7 +531,11 @@ pub(crate) fn check_session(session: &str) -> Result<()> {
 
 /// Creates `dir` (0700); with `fix`, also makes an existing one private.
 pub(crate) fn private_dir(dir: &Path, fix: bool) -> Result<()> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) => return Err(CheckpointError::io(dir)(e)),
     }

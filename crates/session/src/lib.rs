@@ -36,7 +36,7 @@ pub use compaction::{CompactionSettings, SessionCompactor};
 pub use context::{CONTEXT_LIMIT, ProjectContext, RepoFiles, project_context, repository_root};
 pub use entry::{Entry, EntryBody, EntryError, FORMAT_VERSION, SessionHeader};
 pub use home::Home;
-pub use list::{SessionInfo, find_session, latest_session, list_sessions};
+pub use list::{SessionInfo, all_session_ids, find_session, latest_session, list_sessions};
 pub use load::{Leaf, load_session, load_session_at};
 pub use loaded::LoadedSession;
 pub use prompt::{PromptInputs, SystemPrompt};
@@ -44,7 +44,7 @@ pub use recorder::{Recorder, RecorderSetup};
 pub use repair::INTERRUPTED;
 pub use spill::{create_spill_dir, prune_orphan_spills, spill_dir};
 pub use timeline::{TimedCheckpoint, Timeline};
-pub use tree::{SessionTree, TreeNode, load_tree};
+pub use tree::{NodeKind, SessionTree, TreeNode, load_tree};
 pub use writer::{ResumeError, SessionWriter};
 
 /// Today's date as `YYYY-MM-DD` (UTC), the date a new session's system prompt states.

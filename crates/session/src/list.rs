@@ -42,6 +42,16 @@ pub fn list_sessions(home: &Home, cwd: &Path) -> Vec<SessionInfo> {
     sessions
 }
 
+/// The id of every session file in the home, of every directory (for pruning what belongs to
+/// sessions that no longer exist).
+pub fn all_session_ids(home: &Home) -> Vec<String> {
+    read_dir_sorted(&home.sessions_dir())
+        .iter()
+        .flat_map(|dir| session_files(dir))
+        .filter_map(|path| id_of(&path))
+        .collect()
+}
+
 /// The most recently written session of `cwd` (`--continue`); `None` when it has none. Unlike
 /// [`list_sessions`], a newest file (or a directory) that cannot be read is an error naming it
 /// and why, not a reason to say there is no session.

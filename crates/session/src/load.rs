@@ -250,11 +250,11 @@ impl LoadedSession {
         self.leaf_id = Some(entry.id.clone());
         match entry.body {
             EntryBody::Message(message) => {
+                self.timeline.message(&message);
                 self.messages.push(message);
                 self.message_ids.push(entry.id);
                 self.message_parents.push(entry.parent_id);
                 self.message_pos.push(pos);
-                self.timeline.message();
             }
             EntryBody::Checkpoint(record) => self.timeline.taken(record),
             EntryBody::Restore(record) => self.timeline.restored(&record),

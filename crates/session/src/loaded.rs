@@ -50,3 +50,11 @@ pub struct LoadedSession {
     /// The checkpoints on this branch, and which can be undone or redone.
     pub timeline: Timeline,
 }
+
+impl LoadedSession {
+    /// The entry before message `index`'s entry: where a rewind to just before that message
+    /// goes back to (`None`: the start of the file).
+    pub fn parent_of_message(&self, index: usize) -> Option<String> {
+        self.message_parents.get(index).cloned().flatten()
+    }
+}

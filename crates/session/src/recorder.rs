@@ -31,6 +31,7 @@ pub struct RecorderSetup {
 
 enum Control {
     Prepare(Box<SessionWriter>),
+    Label(String, oneshot::Sender<Result<String, String>>),
     Flush(oneshot::Sender<()>),
     Finish(oneshot::Sender<Vec<String>>),
 }
@@ -72,6 +73,17 @@ impl Recorder {
         let _ = self.control.send(Control::Prepare(Box::new(writer)));
     }
 
+    /// Names the newest message of the session (`/label`), once every event before this call
+    /// is written; returns the labelled entry's id.
+    pub async fn label(&self, name: String) -> Result<String, String> {
+        let (reply, rx) = oneshot::channel();
+        self.control
+            .send(Control::Label(name, reply))
+            .map_err(|_| "the session recorder has stopped".to_string())?;
+        rx.await
+            .map_err(|_| "the session recorder has stopped".to_string())?
+    }
+
     /// Resolves once every event the agent sent before this call is written: call it before
     /// reading a session file the recorder may still be writing (resuming it, say).
     pub async fn flush(&self) {
@@ -104,7 +116,7 @@ async fn forward(
         tokio::select! {
             biased;
             message = control.recv() => match message {
-                Some(message @ (Control::Flush(_) | Control::Finish(_))) => {
+                Some(message @ (Control::Flush(_) | Control::Finish(_) | Control::Label(..))) => {
                     // Everything the agent said before is written first.
                     while let Ok(event) = events.try_recv() {
                         let _ = input.send(Input::Event(event));
@@ -145,6 +157,13 @@ impl State {
                 Input::Control(Control::Prepare(writer)) => self.prepared.push(*writer),
                 Input::Control(Control::Flush(reply)) => {
                     let _ = reply.send(());
+                }
+                Input::Control(Control::Label(name, reply)) => {
+                    let result = match &mut self.writer {
+                        Some(writer) => writer.label(&name).map_err(|e| e.to_string()),
+                        None => Err("this session is not saved (--no-session)".to_string()),
+                    };
+                    let _ = reply.send(result);
                 }
                 Input::Control(Control::Finish(reply)) => {
                     self.sync();

@@ -5,11 +5,15 @@
 //! branch, and a host keeps it current by feeding it the agent's events
 //! ([`Timeline::observe`]), so undo after a resume behaves exactly as undo before it.
 //!
-//! Undo walks back through the checkpoints not yet undone, newest first; redo re-applies the
-//! last undone one. A new checkpoint forgets what could be redone (the files moved on: redoing
-//! an older change on top of them would mix two versions), as every editor's undo does.
+//! Undo walks back one step at a time, newest first, and redo re-applies the last step undone.
+//! A step is everything the agent changed in answer to one user message (all the tool batches
+//! of that run), or one `!cmd` command: what a person thinks of as "what it just did". A new
+//! checkpoint forgets what could be redone (the files moved on: redoing an older change on top
+//! of them would mix two versions), as every editor's undo does.
 
-use agent_core::{AgentEvent, CheckpointRecord, CompactionOutcome, RestoreKind, RestoreRecord};
+use agent_core::{
+    AgentEvent, AgentMessage, CheckpointRecord, CompactionOutcome, RestoreKind, RestoreRecord,
+};
 
 /// One checkpoint on the current branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +21,9 @@ pub struct TimedCheckpoint {
     pub record: CheckpointRecord,
     /// How many messages the history held when it was taken: it belongs before message `at`.
     pub at: usize,
-    /// Undone (its `before` state is what the files show, as far as the agent knows).
+    /// The step it is part of (checkpoints of one step share it).
+    pub step: u64,
+    /// Undone: as far as the agent knows, the files are as before it.
     pub undone: bool,
 }
 
@@ -25,10 +31,12 @@ pub struct TimedCheckpoint {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timeline {
     checkpoints: Vec<TimedCheckpoint>,
-    /// Undone checkpoints that can be redone, the next one last.
-    redo: Vec<String>,
+    /// Undone steps that can be redone (checkpoint ids), the next one last.
+    redo: Vec<Vec<String>>,
     /// Messages in the history now.
     len: usize,
+    /// The current step; a user message or a `!cmd` checkpoint starts the next.
+    step: u64,
 }
 
 impl Timeline {
@@ -45,19 +53,31 @@ impl Timeline {
         &self.checkpoints
     }
 
-    /// The checkpoint `/undo` takes back next: the newest not undone.
-    pub fn next_undo(&self) -> Option<&TimedCheckpoint> {
-        self.checkpoints.iter().rev().find(|c| !c.undone)
+    /// The checkpoints `/undo` takes back next: those of the newest step not undone, oldest
+    /// first (empty when there is nothing to undo).
+    pub fn next_undo(&self) -> Vec<&TimedCheckpoint> {
+        let Some(last) = self.checkpoints.iter().rev().find(|c| !c.undone) else {
+            return Vec::new();
+        };
+        self.checkpoints
+            .iter()
+            .filter(|c| c.step == last.step && !c.undone)
+            .collect()
     }
 
-    /// The checkpoint `/redo` re-applies next.
-    pub fn next_redo(&self) -> Option<&TimedCheckpoint> {
-        let id = self.redo.last()?;
-        self.checkpoints.iter().find(|c| &c.record.id == id)
+    /// The checkpoints `/redo` re-applies next, oldest first.
+    pub fn next_redo(&self) -> Vec<&TimedCheckpoint> {
+        let Some(ids) = self.redo.last() else {
+            return Vec::new();
+        };
+        self.checkpoints
+            .iter()
+            .filter(|c| ids.contains(&c.record.id))
+            .collect()
     }
 
-    /// The checkpoints taken at or after message `index` that are not undone, oldest first:
-    /// what restoring the code to just before that message takes back.
+    /// The checkpoints taken after message `index` that are not undone, oldest first: what
+    /// restoring the code to just before that message takes back.
     pub fn since(&self, index: usize) -> Vec<&TimedCheckpoint> {
         self.checkpoints
             .iter()
@@ -65,10 +85,20 @@ impl Timeline {
             .collect()
     }
 
+    /// The workspace as the agent last left it, as a snapshot id: the `after` of the newest
+    /// checkpoint not undone (later ones were undone back to it), else the `before` of the
+    /// first. `None` without checkpoints.
+    pub fn current_state(&self) -> Option<&str> {
+        match self.checkpoints.iter().rev().find(|c| !c.undone) {
+            Some(c) => Some(&c.record.after),
+            None => self.checkpoints.first().map(|c| c.record.before.as_str()),
+        }
+    }
+
     /// Follows one agent event.
     pub fn observe(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::MessageEnd { .. } => self.len += 1,
+            AgentEvent::MessageEnd { message } => self.message(message),
             AgentEvent::CompactionEnd {
                 outcome: CompactionOutcome::Compacted { replaced, .. },
                 ..
@@ -80,48 +110,48 @@ impl Timeline {
         }
     }
 
-    pub(crate) fn message(&mut self) {
+    pub(crate) fn message(&mut self, message: &AgentMessage) {
+        if matches!(message, AgentMessage::User(_)) {
+            self.step += 1;
+        }
         self.len += 1;
     }
 
     pub(crate) fn taken(&mut self, record: CheckpointRecord) {
+        if self.checkpoints.iter().any(|c| c.record.id == record.id) {
+            return;
+        }
+        // A `!cmd` command is a step of its own, and whatever follows it is another.
+        let own_step = record.tool_call_ids.is_empty();
+        if own_step {
+            self.step += 1;
+        }
         self.redo.clear();
         self.checkpoints.push(TimedCheckpoint {
             record,
             at: self.len,
+            step: self.step,
             undone: false,
         });
+        if own_step {
+            self.step += 1;
+        }
     }
 
-    pub(crate) fn restored(&mut self, record: &RestoreRecord) {
-        let Some(i) = self
-            .checkpoints
-            .iter()
-            .position(|c| c.record.id == record.checkpoint)
-        else {
-            return;
-        };
-        match record.kind {
-            RestoreKind::Undo => {
-                self.checkpoints[i].undone = true;
-                self.redo.retain(|id| *id != record.checkpoint);
-                self.redo.push(record.checkpoint.clone());
+    /// Applies a restore; applying the same one twice changes nothing (a host applies it at
+    /// once and again when its event comes back).
+    pub fn restored(&mut self, record: &RestoreRecord) {
+        let ids = &record.checkpoints;
+        self.redo
+            .retain(|step| !step.iter().any(|id| ids.contains(id)));
+        let undone = record.kind != RestoreKind::Redo;
+        for checkpoint in &mut self.checkpoints {
+            if ids.contains(&checkpoint.record.id) {
+                checkpoint.undone = undone;
             }
-            RestoreKind::Redo => {
-                self.checkpoints[i].undone = false;
-                self.redo.retain(|id| *id != record.checkpoint);
-            }
-            RestoreKind::Rewind => {
-                // Everything from that checkpoint on is taken back; redo brings back the
-                // oldest first.
-                for checkpoint in self.checkpoints[i..].iter_mut().rev() {
-                    if !checkpoint.undone {
-                        checkpoint.undone = true;
-                        self.redo.retain(|id| *id != checkpoint.record.id);
-                        self.redo.push(checkpoint.record.id.clone());
-                    }
-                }
-            }
+        }
+        if undone {
+            self.redo.push(ids.clone());
         }
     }
 
@@ -156,93 +186,131 @@ impl Timeline {
             .iter()
             .map(|c| c.record.id.as_str())
             .collect();
-        self.redo.retain(|id| ids.contains(&id.as_str()));
+        self.redo
+            .retain(|step| step.iter().all(|id| ids.contains(&id.as_str())));
         self.len = len;
+        self.step += 1;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_core::{FileChange, FileChangeKind};
 
-    fn record(id: &str) -> CheckpointRecord {
+    fn record(id: &str, calls: bool) -> CheckpointRecord {
         CheckpointRecord {
             id: id.into(),
             before: format!("{id}-before"),
             after: format!("{id}-after"),
-            changed: vec!["a.txt".into()],
+            changed: vec![FileChange {
+                path: "a.txt".into(),
+                kind: FileChangeKind::Modified,
+            }],
             skipped: Vec::new(),
-            tool_call_ids: Vec::new(),
+            tool_call_ids: if calls {
+                vec![format!("call-{id}")]
+            } else {
+                Vec::new()
+            },
         }
     }
 
-    fn restore(kind: RestoreKind, id: &str) -> RestoreRecord {
+    fn restore(kind: RestoreKind, ids: &[&str]) -> RestoreRecord {
         RestoreRecord {
             kind,
-            checkpoint: id.into(),
-            restored: vec!["a.txt".into()],
+            checkpoints: ids.iter().map(|id| id.to_string()).collect(),
+            restored: Vec::new(),
             kept: Vec::new(),
+            failed: Vec::new(),
             pre_restore: "pre".into(),
         }
     }
 
-    #[test]
-    fn undo_walks_back_and_redo_forward() {
-        let mut t = Timeline::new(0);
-        t.message();
-        t.taken(record("a"));
-        t.message();
-        t.taken(record("b"));
-        assert_eq!(t.next_undo().unwrap().record.id, "b");
-        assert!(t.next_redo().is_none());
-        t.restored(&restore(RestoreKind::Undo, "b"));
-        assert_eq!(t.next_undo().unwrap().record.id, "a");
-        t.restored(&restore(RestoreKind::Undo, "a"));
-        assert!(t.next_undo().is_none());
-        assert_eq!(t.next_redo().unwrap().record.id, "a");
-        t.restored(&restore(RestoreKind::Redo, "a"));
-        assert_eq!(t.next_redo().unwrap().record.id, "b");
-        assert_eq!(t.next_undo().unwrap().record.id, "a");
-        // A new change forgets what could be redone.
-        t.taken(record("c"));
-        assert!(t.next_redo().is_none());
-        assert_eq!(t.next_undo().unwrap().record.id, "c");
+    fn ids(list: Vec<&TimedCheckpoint>) -> Vec<&str> {
+        list.into_iter().map(|c| c.record.id.as_str()).collect()
+    }
+
+    fn user(t: &mut Timeline) {
+        t.message(&AgentMessage::user("u"));
+    }
+
+    fn other(t: &mut Timeline) {
+        t.message(&AgentMessage::notice("n"));
     }
 
     #[test]
-    fn rewind_restore_undoes_everything_after_and_redo_starts_with_the_oldest() {
+    fn undo_takes_back_a_whole_answer_and_redo_brings_it_back() {
+        let mut t = Timeline::new(0);
+        user(&mut t);
+        t.taken(record("a1", true));
+        other(&mut t);
+        t.taken(record("a2", true));
+        user(&mut t);
+        t.taken(record("b", true));
+        assert_eq!(ids(t.next_undo()), ["b"]);
+        assert!(t.next_redo().is_empty());
+        t.restored(&restore(RestoreKind::Undo, &["b"]));
+        assert_eq!(ids(t.next_undo()), ["a1", "a2"]);
+        t.restored(&restore(RestoreKind::Undo, &["a1", "a2"]));
+        // Twice is once.
+        t.restored(&restore(RestoreKind::Undo, &["a1", "a2"]));
+        assert!(t.next_undo().is_empty());
+        assert_eq!(t.current_state(), Some("a1-before"));
+        assert_eq!(ids(t.next_redo()), ["a1", "a2"]);
+        t.restored(&restore(RestoreKind::Redo, &["a1", "a2"]));
+        assert_eq!(ids(t.next_redo()), ["b"]);
+        assert_eq!(ids(t.next_undo()), ["a1", "a2"]);
+        assert_eq!(t.current_state(), Some("a2-after"));
+        // A new change forgets what could be redone.
+        user(&mut t);
+        t.taken(record("c", true));
+        assert!(t.next_redo().is_empty());
+        assert_eq!(ids(t.next_undo()), ["c"]);
+    }
+
+    #[test]
+    fn a_shell_command_is_a_step_of_its_own() {
+        let mut t = Timeline::new(0);
+        user(&mut t);
+        t.taken(record("a", true));
+        t.taken(record("shell", false));
+        t.taken(record("a-again", true));
+        assert_eq!(ids(t.next_undo()), ["a-again"]);
+        t.restored(&restore(RestoreKind::Undo, &["a-again"]));
+        assert_eq!(ids(t.next_undo()), ["shell"]);
+    }
+
+    #[test]
+    fn a_rewind_undoes_everything_after_and_redo_brings_it_back_at_once() {
         let mut t = Timeline::new(0);
         for id in ["a", "b", "c"] {
-            t.message();
-            t.taken(record(id));
+            user(&mut t);
+            t.taken(record(id, true));
         }
-        assert_eq!(
-            t.since(1)
-                .iter()
-                .map(|c| c.record.id.as_str())
-                .collect::<Vec<_>>(),
-            ["b", "c"]
-        );
-        t.restored(&restore(RestoreKind::Rewind, "b"));
-        assert_eq!(t.next_undo().unwrap().record.id, "a");
-        assert_eq!(t.next_redo().unwrap().record.id, "b");
+        assert_eq!(ids(t.since(1)), ["b", "c"]);
+        t.restored(&restore(RestoreKind::Rewind, &["b", "c"]));
+        assert_eq!(ids(t.next_undo()), ["a"]);
+        assert_eq!(ids(t.next_redo()), ["b", "c"]);
     }
 
     #[test]
     fn a_conversation_rewind_drops_later_checkpoints_and_compaction_keeps_positions() {
         let mut t = Timeline::new(0);
-        t.message(); // 0: user
-        t.message(); // 1: assistant with a call
-        t.taken(record("a")); // at 2
-        t.message(); // 2: result
-        t.message(); // 3: user
-        t.message(); // 4: assistant
-        t.taken(record("b")); // at 5
+        user(&mut t); // 0
+        other(&mut t); // 1: assistant with a call
+        t.taken(record("a", true)); // at 2
+        other(&mut t); // 2: result
+        user(&mut t); // 3
+        other(&mut t); // 4: assistant
+        t.taken(record("b", true)); // at 5
         t.compacted(3); // messages 0..3 become one summary: b now at 3
         assert_eq!(t.checkpoints()[0].at, 0);
         assert_eq!(t.checkpoints()[1].at, 3);
+        t.restored(&restore(RestoreKind::Undo, &["b"]));
         t.rewound(1);
         assert_eq!(t.checkpoints().len(), 1);
-        assert_eq!(t.next_undo().unwrap().record.id, "a");
+        assert!(t.next_redo().is_empty(), "b is on the other branch");
+        assert_eq!(ids(t.next_undo()), ["a"]);
     }
 }

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use agent_core::{AgentEvent, AgentMessage, CompactionOutcome};
+use agent_core::{AgentEvent, AgentMessage, CompactionOutcome, RestoreKind, RestoreRecord};
 use llm::{Model, ThinkingLevel, now_millis};
 
 use crate::entry::{Entry, EntryBody, FORMAT_VERSION, HeaderTag, SessionHeader};
@@ -197,7 +197,28 @@ impl SessionWriter {
             &session.model,
             session.thinking,
         );
-        for message in &session.messages {
+        // The checkpoints go along, where they were, so undo works in the fork too.
+        let checkpoints = session.timeline.checkpoints();
+        let mut next = 0;
+        let mut checkpoints_at = |writer: &mut Self, at: usize| -> io::Result<()> {
+            while let Some(c) = checkpoints.get(next).filter(|c| c.at <= at) {
+                writer.append(EntryBody::Checkpoint(c.record.clone()))?;
+                if c.undone {
+                    writer.append(EntryBody::Restore(RestoreRecord {
+                        kind: RestoreKind::Undo,
+                        checkpoints: vec![c.record.id.clone()],
+                        restored: Vec::new(),
+                        kept: Vec::new(),
+                        failed: Vec::new(),
+                        pre_restore: String::new(),
+                    }))?;
+                }
+                next += 1;
+            }
+            Ok(())
+        };
+        for (i, message) in session.messages.iter().enumerate() {
+            checkpoints_at(&mut writer, i)?;
             let body = match message {
                 AgentMessage::CompactionSummary(summary) => EntryBody::Compaction {
                     summary: summary.clone(),
@@ -207,6 +228,7 @@ impl SessionWriter {
             };
             writer.append_message(body)?;
         }
+        checkpoints_at(&mut writer, usize::MAX)?;
         if writer.file.is_none() {
             // An empty history still makes the file, so the fork can be found.
             let file = writer.open_new()?;

@@ -41,7 +41,10 @@ fn checkpoint(id: &str) -> CheckpointRecord {
         id: id.into(),
         before: format!("{id}-before"),
         after: format!("{id}-after"),
-        changed: vec!["src/a.rs".into()],
+        changed: vec![agent_core::FileChange {
+            path: "src/a.rs".into(),
+            kind: agent_core::FileChangeKind::Modified,
+        }],
         skipped: Vec::new(),
         tool_call_ids: Vec::new(),
     }
@@ -152,9 +155,13 @@ fn a_rewind_keeps_the_current_model_and_checkpoints_follow_their_branch() {
         .record(&AgentEvent::CheckpointRestored {
             record: RestoreRecord {
                 kind: RestoreKind::Undo,
-                checkpoint: "c2".into(),
-                restored: vec!["src/a.rs".into()],
+                checkpoints: vec!["c2".into()],
+                restored: vec![agent_core::FileChange {
+                    path: "src/a.rs".into(),
+                    kind: agent_core::FileChangeKind::Modified,
+                }],
                 kept: Vec::new(),
+                failed: Vec::new(),
                 pre_restore: "pre".into(),
             },
         })
@@ -171,8 +178,8 @@ fn a_rewind_keeps_the_current_model_and_checkpoints_follow_their_branch() {
         .map(|c| c.record.id.as_str())
         .collect();
     assert_eq!(ids, ["c1", "c2"]);
-    assert_eq!(loaded.timeline.next_undo().unwrap().record.id, "c1");
-    assert_eq!(loaded.timeline.next_redo().unwrap().record.id, "c2");
+    assert_eq!(loaded.timeline.next_undo()[0].record.id, "c1");
+    assert_eq!(loaded.timeline.next_redo()[0].record.id, "c2");
     assert_eq!(loaded.timeline.checkpoints()[1].at, 4);
 
     // Back to before "two": c2 was taken after it, so it is on the other branch now.

@@ -34,7 +34,7 @@ pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;
-pub use registry::{REGISTRY, ToolEntry, UnknownTool, build, prompt_section};
+pub use registry::{REGISTRY, ToolEntry, UnknownTool, build, changes_files, prompt_section};
 pub use spill::{DEFAULT_SPILL_CAP, SpillDir};
 pub use truncate::{MAX_BYTES, MAX_LINES};
 pub use write::WriteTool;

@@ -23,6 +23,8 @@ pub struct ToolEntry {
     pub name: &'static str,
     /// The tool's lines in the system prompt's "Tools" section: when to use it.
     pub guidance: &'static str,
+    /// Whether a call can change files (a checkpoint is taken around it).
+    pub changes_files: bool,
     make: fn(&Workspace) -> Arc<dyn Tool>,
 }
 
@@ -32,12 +34,14 @@ pub static REGISTRY: [ToolEntry; 7] = [
         name: "read",
         guidance: "read a file (text or image), with an optional line offset and limit for \
                    long files. Read before you edit, and rather than cat in bash.",
+        changes_files: false,
         make: |w| Arc::new(ReadTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "write",
         guidance: "create a file or replace all of its content. Prefer edit for changes to \
                    existing files.",
+        changes_files: true,
         make: |w| Arc::new(WriteTool::new(w.cwd.clone(), w.locks.clone())),
     },
     ToolEntry {
@@ -45,6 +49,7 @@ pub static REGISTRY: [ToolEntry; 7] = [
         guidance: "replace an exact piece of text in a file with new text. The old text must \
                    match the file exactly and once; include enough surrounding lines to make it \
                    unique.",
+        changes_files: true,
         make: |w| Arc::new(EditTool::new(w.cwd.clone(), w.locks.clone())),
     },
     ToolEntry {
@@ -52,6 +57,7 @@ pub static REGISTRY: [ToolEntry; 7] = [
         guidance: "run a shell command in the working directory (build, test, git, ...). \
                    Output is truncated when long; avoid commands that wait for input or never \
                    end.",
+        changes_files: true,
         make: |w| {
             Arc::new(BashTool::with_options(
                 w.cwd.clone(),
@@ -63,20 +69,32 @@ pub static REGISTRY: [ToolEntry; 7] = [
         name: "grep",
         guidance: "search file contents with a regular expression; respects .gitignore. Use \
                    it rather than grep in bash.",
+        changes_files: false,
         make: |w| Arc::new(GrepTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "find",
         guidance: "find files by glob pattern; respects .gitignore. Use it rather than find \
                    in bash.",
+        changes_files: false,
         make: |w| Arc::new(FindTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "ls",
         guidance: "list a directory.",
+        changes_files: false,
         make: |w| Arc::new(LsTool::new(w.cwd.clone())),
     },
 ];
+
+/// Whether a call of the tool `name` can change files: a tool this table does not know (from
+/// an MCP server, later) is assumed to.
+pub fn changes_files(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .find(|t| t.name == name)
+        .is_none_or(|t| t.changes_files)
+}
 
 /// A name `--tools` does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

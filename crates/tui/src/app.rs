@@ -23,6 +23,14 @@ pub enum ChoiceKind {
     Session,
     /// A remembered approval rule, to revoke.
     Rule,
+    /// A user message to rewind to, then what to restore.
+    Rewind,
+    RewindScope,
+    /// A node of the session tree, then whether its files come too.
+    Tree,
+    TreeScope,
+    /// What to do with files changed since the checkpoint.
+    Conflict,
 }
 
 /// What the UI asks of the agent or the runtime.
@@ -48,6 +56,12 @@ pub enum Action {
     SessionInfo,
     /// What confines commands and when the agent asks (`/status`).
     Status,
+    Undo,
+    Redo,
+    /// Name the newest message (`/label`).
+    Label(String),
+    /// Copy the current branch into a new session (`/fork`).
+    Fork,
     Quit,
 }
 
@@ -215,10 +229,17 @@ impl App {
                 }
             }
             AgentEvent::CheckpointTaken { record } => {
-                self.push_cell(CellKind::Notice(format!(
-                    "Changed {} (/undo takes it back)",
+                let mut text = format!(
+                    "Checkpoint: {} (/undo takes it back)",
                     some_paths(&record.changed)
-                )));
+                );
+                if !record.skipped.is_empty() {
+                    text.push_str(&format!(
+                        "; not checkpointed: {}",
+                        some_paths(&record.skipped)
+                    ));
+                }
+                self.push_cell(CellKind::Notice(text));
             }
             AgentEvent::CheckpointRestored { record } => {
                 let verb = match record.kind {
@@ -233,7 +254,9 @@ impl App {
                         some_paths(&record.kept)
                     ));
                 }
-                text.push_str(" (/redo or /undo again go on from here)");
+                if !record.failed.is_empty() {
+                    text.push_str(&format!("; NOT restored: {}", some_paths(&record.failed)));
+                }
                 self.push_cell(CellKind::Notice(text));
             }
             AgentEvent::Rewound { messages, .. } => {
@@ -549,12 +572,12 @@ pub struct QueuedView {
 }
 
 /// A few of `paths`, for a one-line notice.
-fn some_paths(paths: &[String]) -> String {
+fn some_paths<T: std::fmt::Display>(paths: &[T]) -> String {
     const SHOWN: usize = 4;
     let mut text = paths
         .iter()
         .take(SHOWN)
-        .cloned()
+        .map(T::to_string)
         .collect::<Vec<_>>()
         .join(", ");
     if paths.len() > SHOWN {

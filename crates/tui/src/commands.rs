@@ -16,7 +16,7 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 12] = [
+pub static COMMANDS: [SlashCommand; 18] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
@@ -65,6 +65,54 @@ pub static COMMANDS: [SlashCommand; 12] = [
                 (!args.is_empty()).then(|| args.to_string()),
             )]
         },
+    },
+    SlashCommand {
+        name: "/undo",
+        aliases: &[],
+        args: "",
+        help: "take back the files the agent changed in its last step (again: further back)",
+        run: |_, _| vec![Action::Undo],
+    },
+    SlashCommand {
+        name: "/redo",
+        aliases: &[],
+        args: "",
+        help: "re-apply what /undo took back",
+        run: |_, _| vec![Action::Redo],
+    },
+    SlashCommand {
+        name: "/rewind",
+        aliases: &[],
+        args: "",
+        help: "go back to before one of your messages: code, conversation or both (or Esc twice)",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Rewind)],
+    },
+    SlashCommand {
+        name: "/tree",
+        aliases: &[],
+        args: "",
+        help: "the session's branches: go to any point",
+        run: |_, _| vec![Action::Choose(ChoiceKind::Tree)],
+    },
+    SlashCommand {
+        name: "/label",
+        aliases: &[],
+        args: "NAME",
+        help: "name the latest message, for /tree",
+        run: |app, args| {
+            if args.is_empty() {
+                app.push_cell(CellKind::Error("Usage: /label NAME".into()));
+                return Vec::new();
+            }
+            vec![Action::Label(args.to_string())]
+        },
+    },
+    SlashCommand {
+        name: "/fork",
+        aliases: &[],
+        args: "",
+        help: "go on in a copy of this conversation (a new session file)",
+        run: |_, _| vec![Action::Fork],
     },
     SlashCommand {
         name: "/session",
@@ -148,7 +196,7 @@ pub fn matching(prefix: &str) -> Vec<usize> {
 
 fn help() -> String {
     let mut text = String::from(
-        "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt · \
+        "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt (idle, twice: rewind) · \
          Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
          PgUp/PgDn/Home/End scroll · Ctrl+O expand tool output · Ctrl+T show/hide thinking · \
          Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use agent_core::{OnConflict, RestoreOutcome};
 use async_trait::async_trait;
 use llm::{Model, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
@@ -46,4 +47,84 @@ pub trait Host: Send + Sync + 'static {
     async fn rules(&self) -> Result<Vec<Vec<String>>, String>;
     /// Forgets one of them.
     async fn revoke_rule(&self, prefix: Vec<String>) -> Result<(), String>;
+    /// `/undo`: takes back the files of the agent's last step; announced as
+    /// `checkpoint_restored`.
+    async fn undo(&self, on: OnConflict) -> RestoreOutcome;
+    /// `/redo`: re-applies the step undone last.
+    async fn redo(&self, on: OnConflict) -> RestoreOutcome;
+    /// The user messages of the history, for `/rewind`.
+    async fn rewind_points(&self) -> Vec<RewindPoint>;
+    /// Goes back to just before history index `index`; the conversation part is announced as
+    /// `rewound`.
+    async fn rewind(
+        &self,
+        index: usize,
+        scope: RewindScope,
+        on: OnConflict,
+    ) -> Result<Rewinding, String>;
+    /// The session as a tree, for `/tree`.
+    async fn tree(&self) -> Result<Vec<TreeRow>, String>;
+    /// Makes entry `id` the current leaf (a user message: the point just before it), with its
+    /// files too when `code`.
+    async fn jump(&self, id: String, code: bool, on: OnConflict) -> Result<Rewinding, String>;
+    /// Names the newest message, for `/tree`.
+    async fn label(&self, name: String) -> Result<(), String>;
+    /// Copies the current branch into a new session file and goes on there; returns its id.
+    async fn fork(&self) -> Result<String, String>;
+}
+
+/// A user message `/rewind` can go back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindPoint {
+    /// Its index in the history.
+    pub index: usize,
+    pub text: String,
+    /// Checkpoints after it that restoring the code would take back.
+    pub checkpoints: usize,
+}
+
+/// What `/rewind` (and a `/tree` jump) restores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewindScope {
+    /// The files and the conversation.
+    Both,
+    Conversation,
+    Code,
+}
+
+impl RewindScope {
+    pub fn code(self) -> bool {
+        self != Self::Conversation
+    }
+
+    pub fn conversation(self) -> bool {
+        self != Self::Code
+    }
+}
+
+/// How a rewind or a `/tree` jump went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewinding {
+    /// The restore of the files, when asked for. `Conflicts`: nothing at all was done.
+    pub code: Option<agent_core::RestoreOutcome>,
+    /// The conversation moved.
+    pub conversation: bool,
+    /// The user message gone back to before, to edit and send again.
+    pub text: Option<String>,
+}
+
+/// One line of `/tree`: the session's nodes in order, indented where branches part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeRow {
+    pub id: String,
+    pub depth: usize,
+    pub user: bool,
+    pub text: String,
+    pub label: Option<String>,
+    /// Checkpoints taken under this node.
+    pub checkpoints: usize,
+    /// On the way from the root to the current leaf.
+    pub on_path: bool,
+    /// The current leaf.
+    pub current: bool,
 }

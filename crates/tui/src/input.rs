@@ -16,6 +16,8 @@ pub struct InputState {
     pub popup: Option<Popup>,
     pub files: Vec<String>,
     ctrl_c_at: Option<Instant>,
+    /// When Esc was pressed on an empty, idle editor: a second one opens `/rewind`.
+    esc_at: Option<Instant>,
     /// Rows of the transcript on screen, for paging.
     pub page: usize,
 }
@@ -83,6 +85,16 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             if app.shell_running {
                 return vec![Action::StopShell];
             }
+            if app.editor.is_empty() {
+                if input
+                    .esc_at
+                    .take()
+                    .is_some_and(|t| t.elapsed() < QUIT_WINDOW)
+                {
+                    return vec![Action::Choose(crate::app::ChoiceKind::Rewind)];
+                }
+                input.esc_at = Some(Instant::now());
+            }
             Vec::new()
         }
         KeyCode::Enter if shift => {
@@ -121,6 +133,12 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         KeyCode::Down if input.popup.is_some() => {
             if let Some(p) = &mut input.popup {
                 p.move_by(1);
+            }
+            Vec::new()
+        }
+        KeyCode::PageUp | KeyCode::PageDown if input.popup.is_some() => {
+            if let Some(p) = &mut input.popup {
+                p.page_by(if key.code == KeyCode::PageUp { -8 } else { 8 });
             }
             Vec::new()
         }

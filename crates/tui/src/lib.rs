@@ -8,6 +8,7 @@ pub mod cells;
 mod commands;
 pub mod editor;
 mod highlight;
+mod history;
 mod host;
 pub mod input;
 mod markdown;
@@ -18,5 +19,5 @@ mod terminal;
 pub mod ui;
 mod wrap;
 
-pub use host::{Host, OnOutput, SessionChoice};
+pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use runtime::{Options, run};

@@ -70,6 +70,15 @@ impl Popup {
         *selected = ((*selected as isize + delta).rem_euclid(len.max(1))) as usize;
     }
 
+    /// Moves by a page, stopping at either end.
+    pub fn page_by(&mut self, delta: isize) {
+        let last = self.len().saturating_sub(1) as isize;
+        let (Popup::Commands { selected, .. }
+        | Popup::Files { selected, .. }
+        | Popup::Choice { selected, .. }) = self;
+        *selected = (*selected as isize + delta).clamp(0, last) as usize;
+    }
+
     /// The editor text after accepting the selection (a choice leaves it as it is).
     pub fn accept(&self, text: &str) -> String {
         match self {

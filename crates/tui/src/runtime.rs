@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agent_core::{Agent, AgentError, AgentMessage};
+use agent_core::{Agent, AgentError, AgentMessage, OnConflict};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use llm::{ThinkingLevel, ToolResultMessage};
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
+use crate::history::{self, HistoryChoices, HistoryUi, Next, Restoring};
 use crate::host::Host;
 use crate::input::{self, InputState};
 use crate::popup::Popup;
@@ -53,6 +54,7 @@ enum Ui {
     ShellOutput(String, String),
     ShellDone(ToolResultMessage),
     Notice(String),
+    History(HistoryUi),
 }
 
 /// Runs the interactive UI until the user quits or SIGTERM arrives.
@@ -198,6 +200,13 @@ fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: 
         Ui::Notice(text) => {
             app.push_cell(CellKind::Notice(text));
         }
+        Ui::History(message) => {
+            if let Some((kind, items, selected)) =
+                history::on_result(app, &mut choices.history, message)
+            {
+                open_choice_at(app, input, kind, items, selected);
+            }
+        }
     }
 }
 
@@ -207,15 +216,33 @@ fn open_choice(
     kind: ChoiceKind,
     items: Vec<(String, String)>,
 ) {
+    open_choice_at(app, input, kind, items, 0);
+}
+
+fn open_choice_at(
+    app: &mut App,
+    input: &mut InputState,
+    kind: ChoiceKind,
+    items: Vec<(String, String)>,
+    selected: usize,
+) {
     if items.is_empty() {
         app.push_cell(CellKind::Notice("Nothing to choose from.".into()));
     } else {
         input.popup = Some(Popup::Choice {
             kind,
+            selected: selected.min(items.len() - 1),
             items,
-            selected: 0,
         });
     }
+}
+
+/// Where the history flows report: the UI loop's channel.
+fn history_sender(tx: &mpsc::UnboundedSender<Ui>) -> history::Sender {
+    let tx = tx.clone();
+    Arc::new(move |message| {
+        let _ = tx.send(Ui::History(message));
+    })
 }
 
 /// What actions act on.
@@ -231,6 +258,7 @@ struct Choices {
     models: Vec<llm::Model>,
     sessions: Vec<crate::host::SessionChoice>,
     rules: Vec<Vec<String>>,
+    history: HistoryChoices,
     /// Stops the running `!cmd`.
     shell: CancellationToken,
 }
@@ -308,6 +336,61 @@ fn perform(
         Action::Status => {
             app.push_cell(CellKind::Notice(ctx.host.safety_status()));
         }
+        Action::Undo => history::start(
+            ctx.host.clone(),
+            Restoring::Undo,
+            OnConflict::Ask,
+            history_sender(ui_tx),
+        ),
+        Action::Redo => history::start(
+            ctx.host.clone(),
+            Restoring::Redo,
+            OnConflict::Ask,
+            history_sender(ui_tx),
+        ),
+        Action::Choose(ChoiceKind::Rewind) => {
+            history::list_points(ctx.host.clone(), history_sender(ui_tx))
+        }
+        Action::Choose(ChoiceKind::Tree) => {
+            history::list_tree(ctx.host.clone(), history_sender(ui_tx))
+        }
+        Action::Chose(
+            kind @ (ChoiceKind::Rewind
+            | ChoiceKind::RewindScope
+            | ChoiceKind::Tree
+            | ChoiceKind::TreeScope
+            | ChoiceKind::Conflict),
+            i,
+        ) => match history::on_chose(app, &mut choices.history, kind, i) {
+            Next::Run(op, on) => history::start(ctx.host.clone(), op, on, history_sender(ui_tx)),
+            Next::Open((kind, items, selected)) => {
+                open_choice_at(app, input, kind, items, selected)
+            }
+            Next::Nothing => {}
+        },
+        Action::Label(name) => {
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let note = match host.label(name.clone()).await {
+                    Ok(()) => format!("Labelled the latest message `{name}` (/tree shows it)."),
+                    Err(err) => format!("Cannot label: {err}"),
+                };
+                let _ = tx.send(Ui::Notice(note));
+            });
+        }
+        Action::Fork => {
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let note = match host.fork().await {
+                    Ok(id) => format!(
+                        "Forked: this conversation goes on in a new session ({id}); the old one \
+                         stays as it was (/resume)."
+                    ),
+                    Err(err) => format!("Cannot fork: {err}"),
+                };
+                let _ = tx.send(Ui::Notice(note));
+            });
+        }
         Action::Choose(ChoiceKind::Session) => {
             // Listing reads every session file: off the UI task.
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
@@ -333,7 +416,7 @@ fn perform(
                         })
                         .collect()
                 }
-                ChoiceKind::Thinking | ChoiceKind::Session | ChoiceKind::Rule => thinking_items(),
+                _ => thinking_items(),
             };
             open_choice(app, input, kind, items);
         }
