@@ -287,6 +287,9 @@ impl Store {
                     "rm",
                     "--cached",
                     "-r",
+                    // Only the index entry goes (never the file); -f because git would
+                    // otherwise refuse an entry that differs from both file and HEAD.
+                    "-f",
                     "-q",
                     "--ignore-unmatch",
                     "--pathspec-from-file=-",
