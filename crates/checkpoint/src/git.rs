@@ -357,3 +357,41 @@ impl Drop for BlobReader {
         let _ = self.child.wait();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_excludes_file_is_found_as_their_git_would() {
+        let git = Path::new("git");
+        let home = tempfile::tempdir().unwrap();
+        let home_os = home.path().as_os_str();
+        assert_eq!(user_excludes_file(git, Some(home_os), None), None);
+        // The default place.
+        let default = home.path().join(".config/git/ignore");
+        std::fs::create_dir_all(default.parent().unwrap()).unwrap();
+        std::fs::write(&default, "*.swp\n").unwrap();
+        assert_eq!(user_excludes_file(git, Some(home_os), None), Some(default));
+        // A configured file wins, `~` expanded.
+        std::fs::write(home.path().join("my-ignore"), "*.bak\n").unwrap();
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[core]\n\texcludesFile = ~/my-ignore\n",
+        )
+        .unwrap();
+        if std::env::var_os("GIT_CONFIG_GLOBAL").is_none() {
+            assert_eq!(
+                user_excludes_file(git, Some(home_os), None),
+                Some(home.path().join("my-ignore"))
+            );
+        }
+    }
+
+    #[test]
+    fn this_machines_git_is_new_enough_and_a_missing_one_is_named() {
+        check_version(Path::new("git")).unwrap();
+        let err = check_version(Path::new("/nonexistent/git")).unwrap_err();
+        assert!(matches!(err, CheckpointError::GitNotFound { .. }), "{err}");
+    }
+}
