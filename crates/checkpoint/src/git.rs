@@ -5,7 +5,7 @@
 //! started from a git hook inherits `GIT_DIR`, which would point us at the user's repository).
 //!
 //! Why the binary and not gitoxide: see `docs/checkpoints.md` ("git binary or gitoxide").
-//! In short, `add -A` (ignore rules, the stat-cached index, the untracked cache) is the whole
+//! In short, staging the workspace (ignore rules, the stat-cached index) is the whole
 //! job, git does it in a few milliseconds per call, and gix would add ~100 crates to the build
 //! for a part of it.
 
@@ -30,8 +30,6 @@ const SETTINGS: &[(&str, &str)] = &[
     ("core.symlinks", "true"),
     ("core.filemode", "true"),
     ("core.fsmonitor", "false"),
-    // Skips re-reading unchanged untracked directories: most of the cost of `add -A`.
-    ("core.untrackedCache", "true"),
     ("core.logAllRefUpdates", "false"),
     ("core.quotePath", "false"),
     ("commit.gpgSign", "false"),
@@ -191,8 +189,8 @@ impl Git {
     }
 
     /// A command in the workspace, against the store and the session's index. Pathspecs are
-    /// literal unless `magic` (only `add` needs `:(exclude)`): a file named `*.rs` is a file.
-    fn command(&self, magic: bool) -> Command {
+    /// literal: a file named `*.rs` is a file, not a pattern.
+    fn command(&self) -> Command {
         let mut cmd = base_command(&self.program);
         cmd.current_dir(&self.work_tree)
             .env("GIT_DIR", &self.git_dir)
@@ -202,9 +200,7 @@ impl Git {
             .env("GIT_AUTHOR_EMAIL", "checkpoints@coding-agent.invalid")
             .env("GIT_COMMITTER_NAME", "coding-agent")
             .env("GIT_COMMITTER_EMAIL", "checkpoints@coding-agent.invalid");
-        if !magic {
-            cmd.env("GIT_LITERAL_PATHSPECS", "1");
-        }
+        cmd.env("GIT_LITERAL_PATHSPECS", "1");
         let mut settings: Vec<(&str, OsString)> =
             SETTINGS.iter().map(|&(k, v)| (k, OsString::from(v))).collect();
         if let Some(file) = &self.excludes_file {
@@ -224,23 +220,6 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.run_with(false, args, stdin)
-    }
-
-    /// Like [`Git::run`], with pathspec magic on.
-    pub(crate) fn run_magic<I, S>(&self, args: I, stdin: Option<&[u8]>) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.run_with(true, args, stdin)
-    }
-
-    fn run_with<I, S>(&self, magic: bool, args: I, stdin: Option<&[u8]>) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let name = args
             .iter()
@@ -249,7 +228,7 @@ impl Git {
             .collect::<Vec<_>>()
             .join(" ");
         let mut child = self
-            .command(magic)
+            .command()
             .args(&args)
             .stdin(if stdin.is_some() {
                 Stdio::piped()
@@ -282,7 +261,7 @@ impl Git {
     /// A `git cat-file --batch` process, for reading many blobs through one process.
     pub(crate) fn blob_reader(&self) -> Result<BlobReader> {
         let mut child = self
-            .command(false)
+            .command()
             .args(["cat-file", "--batch"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
