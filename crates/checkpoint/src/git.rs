@@ -34,10 +34,8 @@ const SETTINGS: &[(&str, &str)] = &[
     ("core.quotePath", "false"),
     ("commit.gpgSign", "false"),
     ("advice.addEmbeddedRepo", "false"),
-    // Garbage collection is the store's to run (see prune); an automatic one only packs
-    // loose objects and never detaches into a background process.
-    ("gc.auto", "1000"),
-    ("gc.autoDetach", "false"),
+    // Packing and garbage collection are the store's to run (snapshots, prune).
+    ("gc.auto", "0"),
     // The store's directory is ours even when the workspace belongs to another user.
     ("safe.directory", "*"),
 ];
@@ -182,6 +180,10 @@ impl Git {
             index,
             excludes_file,
         }
+    }
+
+    pub(crate) fn git_dir(&self) -> &Path {
+        &self.git_dir
     }
 
     pub(crate) fn index(&self) -> &Path {

@@ -18,12 +18,14 @@ use std::path::{Path, PathBuf};
 use crate::error::{CheckpointError, Result};
 use crate::git::{self, Git};
 use crate::lock::{self, Mode};
-use crate::store::dir_size;
+use crate::store::{dir_size, loose_objects};
 
 /// The default size budget of one workspace's store: 1 GiB.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
 
 const MAX_ROUNDS: usize = 8;
+/// Loose objects worth a collection even under the budget (snapshots pack at 300).
+const LOOSE_COLLECT: usize = 100;
 
 /// What pruning did to one workspace's store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -155,7 +157,8 @@ fn prune_store(program: &Path, dir: &Path, live: &HashSet<&str>, budget: u64) ->
     report.removed_checkpoints = gone.len();
     report.removed_sessions = dead;
     let mut size = report.size_before;
-    if report.removed_checkpoints > 0 || size > budget {
+    let loose = loose_objects(&dir.join("git"));
+    if report.removed_checkpoints > 0 || size > budget || loose >= LOOSE_COLLECT {
         size = collect(&git, dir)?;
     }
     for _ in 0..MAX_ROUNDS {

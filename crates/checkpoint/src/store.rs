@@ -78,7 +78,7 @@ struct State {
     /// The tree of the session's newest ref: an unchanged workspace makes no new commit.
     last: Option<TreeId>,
     /// Commits made by this process since it last asked git whether to pack.
-    since_gc: u32,
+    since_pack: u32,
 }
 
 /// Contents of the store's `info/exclude`: the user's `.git` (a directory or a worktree's
@@ -87,8 +87,11 @@ const INFO_EXCLUDE: &str = "# written by coding-agent: never copy a repository's
 /// Contents of `info/attributes`, which outranks every `.gitattributes`: no end-of-line
 /// conversion, filter, ident or encoding, so restored files are byte-identical.
 const INFO_ATTRIBUTES: &str = "* -text -eol -filter -ident -working-tree-encoding\n";
-/// How many commits between two `gc --auto` checks.
-const GC_EVERY: u32 = 50;
+/// How many commits between two counts of loose objects.
+const PACK_EVERY: u32 = 50;
+/// Loose objects that make the store pack them: each version of a changed file is a whole
+/// compressed copy until packed as a delta (1,000 turns of a 1 MiB file: ~370 MiB loose).
+const PACK_LOOSE: usize = 300;
 
 impl Store {
     /// Opens (creating if needed) the store of `workspace` under `home`
@@ -328,12 +331,14 @@ impl Store {
             }
         }
         state.last = Some(tree.clone());
-        state.since_gc += 1;
-        if state.since_gc >= GC_EVERY {
-            state.since_gc = 0;
-            // Packs loose objects once there are many (1,000+); never prunes recent ones,
-            // so it is safe beside other sessions' snapshots.
-            self.git.run(["gc", "--auto", "--quiet"], None)?;
+        state.since_pack += 1;
+        if state.since_pack >= PACK_EVERY {
+            state.since_pack = 0;
+            if loose_objects(self.git.git_dir()) >= PACK_LOOSE {
+                // Packs the loose objects (deltas between versions of a file) and drops
+                // them; never prunes anything, so it is safe beside other sessions.
+                self.git.run(["repack", "-d", "-l", "-q"], None)?;
+            }
         }
         Ok(())
     }
@@ -574,6 +579,21 @@ fn write_if_changed(path: &Path, content: &[u8]) -> Result<()> {
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
         .map_err(CheckpointError::io(&tmp))?;
     fs::rename(&tmp, path).map_err(CheckpointError::io(path))
+}
+
+/// The number of loose objects in the store.
+pub(crate) fn loose_objects(git_dir: &Path) -> usize {
+    let Ok(dirs) = fs::read_dir(git_dir.join("objects")) else {
+        return 0;
+    };
+    dirs.filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            name.len() == 2 && name.as_encoded_bytes().iter().all(u8::is_ascii_hexdigit)
+        })
+        .filter_map(|e| fs::read_dir(e.path()).ok())
+        .map(|objects| objects.count())
+        .sum()
 }
 
 /// Bytes on disk under `dir` (allocated blocks, so sparse or tiny files count as they cost).

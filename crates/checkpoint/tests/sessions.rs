@@ -203,3 +203,28 @@ fn a_store_in_use_is_skipped_and_reported_busy() {
     assert!(report.busy && !report.removed, "{report:?}");
     assert!(store.dir().exists());
 }
+
+#[test]
+fn many_versions_of_a_changing_file_are_packed_as_deltas() {
+    let f = Fixture::new();
+    let store = f.store("s1");
+    let mut content: Vec<u8> = (0..200_000u32)
+        .map(|i| b"abcdefghij klmnopqrstuvwxyz\n"[(i.wrapping_mul(2_654_435_761) >> 27) as usize % 28])
+        .collect();
+    for turn in 0..110usize {
+        let at = turn * 1_700 % (content.len() - 8);
+        content[at..at + 8].copy_from_slice(format!("{turn:08}").as_bytes());
+        f.write("data.txt", &content);
+        store.snapshot().unwrap();
+    }
+    let packs: Vec<_> = std::fs::read_dir(store.dir().join("git/objects/pack"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .collect();
+    assert!(!packs.is_empty(), "no pack after 110 snapshots");
+    // Loose, 110 versions cost ~110 × their compressed size; packed, about one.
+    let size = store.size().unwrap();
+    assert!(size < 4 << 20, "store of {size} bytes");
+    fsck(&store);
+}
