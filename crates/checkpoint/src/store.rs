@@ -3,8 +3,9 @@
 //!
 //! Layout, under `$CODING_AGENT_HOME/checkpoints/<slug>/` (0700):
 //! - `git/`: a bare repository (files 0600, directories 0700) whose work tree is given per
-//!   command; its `info/exclude` keeps out `.git`, its `info/attributes` turns every
-//!   conversion off so bytes come back as they went in;
+//!   command; its `info/exclude` keeps out `.git` and repeats the workspace repository's
+//!   own `.git/info/exclude`, its `info/attributes` turns every conversion off so bytes come
+//!   back as they went in;
 //! - `index/<session>`: each session's own index, so sessions never share staged state;
 //! - `lock`: shared by snapshots and restores, exclusive for pruning;
 //! - `workspace`: the workspace's path, for people and for pruning.
@@ -124,7 +125,14 @@ impl Store {
             if !git_dir.join("HEAD").exists() {
                 git::init(&options.git, &git_dir)?;
             }
-            write_if_changed(&git_dir.join("info/exclude"), INFO_EXCLUDE.as_bytes())?;
+            // The repository's own excludes too (read only): what the user's git ignores.
+            let mut exclude = INFO_EXCLUDE.as_bytes().to_vec();
+            if let Ok(user) = fs::read(workspace.join(".git/info/exclude")) {
+                exclude.extend_from_slice(b"# the workspace's .git/info/exclude\n");
+                exclude.extend_from_slice(&user);
+                exclude.push(b'\n');
+            }
+            write_if_changed(&git_dir.join("info/exclude"), &exclude)?;
             write_if_changed(&git_dir.join("info/attributes"), INFO_ATTRIBUTES.as_bytes())?;
             write_if_changed(
                 &dir.join("workspace"),

@@ -137,17 +137,35 @@ fn nested_repositories_are_listed_never_copied_and_need_no_commit() {
     common::user_git(&f.path("vendor/lib"), &["init", "-q"]);
     common::user_git(&f.path("vendor/lib"), &["add", "-A"]);
     common::user_git(&f.path("vendor/lib"), &["commit", "-qm", "lib"]);
+    // A submodule of the workspace's repository (a `.git` file, not a directory).
+    f.init_user_repo();
+    let library = tempfile::tempdir().unwrap();
+    fs::write(library.path().join("lib.rs"), "// lib\n").unwrap();
+    common::user_git(library.path(), &["init", "-q"]);
+    common::user_git(library.path(), &["add", "-A"]);
+    common::user_git(library.path(), &["commit", "-qm", "lib"]);
+    f.user_git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        library.path().to_str().unwrap(),
+        "modules/lib",
+    ]);
+    assert!(f.path("modules/lib/.git").is_file());
     // A repository without any commit (the agent just ran `git init` there).
     f.write("fresh/new.txt", "new\n");
     common::user_git(&f.path("fresh"), &["init", "-q"]);
     let store = f.store("s1");
     let snap = store.snapshot().unwrap();
-    assert_eq!(tree_paths(&store, &snap.tree), ["top.txt"]);
+    assert_eq!(tree_paths(&store, &snap.tree), [".gitmodules", "top.txt"]);
     let listed: Vec<String> = snap.skipped.iter().map(|s| s.to_string()).collect();
     assert_eq!(
         listed,
         [
             "fresh/: nested repository, not checkpointed",
+            "modules/lib/: nested repository, not checkpointed",
             "vendor/lib/: nested repository, not checkpointed"
         ]
     );
@@ -195,8 +213,12 @@ fn the_users_git_directory_and_worktree_file_are_never_in_a_snapshot() {
 }
 
 #[test]
-fn gitignore_and_the_global_excludes_file_are_honoured() {
+fn gitignore_info_exclude_and_the_global_excludes_file_are_honoured() {
     let f = Fixture::new();
+    f.write("README", "r\n");
+    f.init_user_repo();
+    fs::write(f.path(".git/info/exclude"), "/local-notes/\n").unwrap();
+    f.write("local-notes/todo.md", "mine\n");
     let excludes = tempfile::NamedTempFile::new().unwrap();
     fs::write(excludes.path(), "*.swp\n.DS_Store\n").unwrap();
     f.write(".gitignore", "/build\n");
@@ -212,7 +234,7 @@ fn gitignore_and_the_global_excludes_file_are_honoured() {
         },
     );
     let snap = store.snapshot().unwrap();
-    assert_eq!(tree_paths(&store, &snap.tree), [".gitignore", "a.txt"]);
+    assert_eq!(tree_paths(&store, &snap.tree), [".gitignore", "README", "a.txt"]);
 }
 
 #[test]
