@@ -79,7 +79,11 @@ pub(crate) fn user_excludes_file(
 ) -> Option<PathBuf> {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars_os() {
-        let keep = ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"];
+        let keep = [
+            "GIT_CONFIG_GLOBAL",
+            "GIT_CONFIG_SYSTEM",
+            "GIT_CONFIG_NOSYSTEM",
+        ];
         if key.as_bytes().starts_with(b"GIT_") && !keep.iter().any(|k| key == *k) {
             cmd.env_remove(key);
         }
@@ -203,8 +207,10 @@ impl Git {
             .env("GIT_COMMITTER_NAME", "coding-agent")
             .env("GIT_COMMITTER_EMAIL", "checkpoints@coding-agent.invalid");
         cmd.env("GIT_LITERAL_PATHSPECS", "1");
-        let mut settings: Vec<(&str, OsString)> =
-            SETTINGS.iter().map(|&(k, v)| (k, OsString::from(v))).collect();
+        let mut settings: Vec<(&str, OsString)> = SETTINGS
+            .iter()
+            .map(|&(k, v)| (k, OsString::from(v)))
+            .collect();
         if let Some(file) = &self.excludes_file {
             settings.push(("core.excludesFile", file.clone().into_os_string()));
         }

@@ -55,7 +55,10 @@ pub(crate) fn workspace_slug(workspace: &Path) -> String {
     let readable = readable.trim_matches('-');
     let chars: Vec<char> = readable.chars().collect();
     let tail: String = chars[chars.len().saturating_sub(60)..].iter().collect();
-    format!("{tail}-{:08x}", fnv1a(workspace.as_os_str().as_bytes()) as u32)
+    format!(
+        "{tail}-{:08x}",
+        fnv1a(workspace.as_os_str().as_bytes()) as u32
+    )
 }
 
 /// FNV-1a: stable across Rust versions and platforms, unlike `DefaultHasher`.
@@ -78,14 +81,19 @@ pub(crate) mod serde_path {
         Bytes(Vec<u8>),
     }
 
-    pub(crate) fn serialize<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        path: &Path,
+        s: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
         match path.to_str() {
             Some(text) => s.serialize_str(text),
             None => path.as_os_str().as_bytes().serialize(s),
         }
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<PathBuf, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> std::result::Result<PathBuf, D::Error> {
         Ok(match Repr::deserialize(d)? {
             Repr::Text(text) => PathBuf::from(text),
             Repr::Bytes(bytes) => from_bytes(&bytes),
@@ -101,7 +109,15 @@ mod tests {
     fn only_plain_relative_paths_outside_git_pass() {
         assert!(check_relative(Path::new("src/a.rs")).is_ok());
         assert!(check_relative(Path::new("a/.gitignore")).is_ok());
-        for bad in ["", "/etc/passwd", "../x", "a/../../x", ".git/HEAD", "sub/.git/config", "./a"] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            ".git/HEAD",
+            "sub/.git/config",
+            "./a",
+        ] {
             assert!(check_relative(Path::new(bad)).is_err(), "{bad:?} passed");
         }
     }
@@ -110,6 +126,9 @@ mod tests {
     fn slugs_are_readable_and_distinct() {
         let slug = workspace_slug(Path::new("/home/me/my.project"));
         assert!(slug.starts_with("home-me-my-project-"), "{slug}");
-        assert_ne!(workspace_slug(Path::new("/a-b")), workspace_slug(Path::new("/a/b")));
+        assert_ne!(
+            workspace_slug(Path::new("/a-b")),
+            workspace_slug(Path::new("/a/b"))
+        );
     }
 }

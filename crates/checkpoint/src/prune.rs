@@ -95,7 +95,12 @@ struct Ref {
     time: u64,
 }
 
-fn prune_store(program: &Path, dir: &Path, live: &HashSet<&str>, budget: u64) -> Result<StorePruned> {
+fn prune_store(
+    program: &Path,
+    dir: &Path,
+    live: &HashSet<&str>,
+    budget: u64,
+) -> Result<StorePruned> {
     let mut report = StorePruned {
         dir: dir.to_path_buf(),
         workspace: fs::read_to_string(dir.join("workspace"))
@@ -146,9 +151,8 @@ fn prune_store(program: &Path, dir: &Path, live: &HashSet<&str>, budget: u64) ->
         report.removed = true;
         return Ok(report);
     }
-    let (gone, kept): (Vec<Ref>, Vec<Ref>) = refs
-        .drain(..)
-        .partition(|r| dead.contains(&r.session));
+    let (gone, kept): (Vec<Ref>, Vec<Ref>) =
+        refs.drain(..).partition(|r| dead.contains(&r.session));
     refs = kept;
     delete_refs(&git, &gone)?;
     for session in &dead {
@@ -229,7 +233,10 @@ fn delete_refs(git: &Git, refs: &[Ref]) -> Result<()> {
     if refs.is_empty() {
         return Ok(());
     }
-    let script: String = refs.iter().map(|r| format!("delete {}\n", r.name)).collect();
+    let script: String = refs
+        .iter()
+        .map(|r| format!("delete {}\n", r.name))
+        .collect();
     git.run(["update-ref", "--stdin"], Some(script.as_bytes()))?;
     Ok(())
 }

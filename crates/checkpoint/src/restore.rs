@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
-use std::collections::HashMap;
 use crate::git::BlobReader;
 use crate::paths::{check_relative, from_bytes, split_nul};
 use crate::store::Store;
 use crate::types::TreeId;
+use std::collections::HashMap;
 
 /// A path a restore could not bring back, and why; the others were restored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,6 +289,9 @@ fn write_file(
 fn temp_name(full: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = full.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = full
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     full.with_file_name(format!(".{name}.ckpt-{}-{n}", std::process::id()))
 }

@@ -236,9 +236,10 @@ impl Store {
     /// untracked ones not ignored), then exactly those paths go to `update-index`. That is
     /// what `add -A` does, without its second walk: half the time on a large repository.
     fn write_tree(&self) -> Result<(TreeId, Vec<Skipped>)> {
-        let listing = self
-            .git
-            .run(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], None)?;
+        let listing = self.git.run(
+            ["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"],
+            None,
+        )?;
         let mut skipped = Vec::new();
         let mut update: Vec<&[u8]> = Vec::new();
         let mut unstage: Vec<&[u8]> = Vec::new();
@@ -297,8 +298,10 @@ impl Store {
         }
         if !unstage.is_empty() {
             let list: Vec<u8> = unstage.iter().flat_map(|p| nul_terminated(p)).collect();
-            self.git
-                .run(["update-index", "-z", "--force-remove", "--stdin"], Some(&list))?;
+            self.git.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                Some(&list),
+            )?;
         }
         if !update.is_empty() {
             // Sorted, so a path comes before what is under it: `thing` (a file that became a
@@ -307,7 +310,14 @@ impl Store {
             update.dedup();
             let list: Vec<u8> = update.iter().flat_map(|p| nul_terminated(p)).collect();
             self.git.run(
-                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+                [
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
+                ],
                 Some(&list),
             )?;
         }
@@ -392,7 +402,9 @@ impl Store {
         for s in after.skipped.iter().chain(&before.skipped) {
             let in_before = before.skipped.iter().any(|b| b.same_as(s));
             let in_after = after.skipped.iter().any(|a| a.same_as(s));
-            if !(in_before && in_after) && !skipped.iter().any(|k| k.path == s.path) {
+            let listed = skipped.iter().any(|k| k.path == s.path);
+            let untouched = in_before && in_after;
+            if !untouched && !listed {
                 skipped.push(s.clone());
             }
         }
@@ -525,7 +537,11 @@ fn nul_terminated(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
 pub(crate) fn session_refs(git: &Git, session: &str) -> Result<Vec<(u64, TreeId)>> {
     let prefix = format!("refs/checkpoints/{session}/");
     let out = git.run(
-        ["for-each-ref", "--format=%(refname)%00%(tree)", prefix.as_str()],
+        [
+            "for-each-ref",
+            "--format=%(refname)%00%(tree)",
+            prefix.as_str(),
+        ],
         None,
     )?;
     let mut refs = Vec::new();
@@ -562,7 +578,11 @@ pub(crate) fn check_session(session: &str) -> Result<()> {
 
 /// Creates `dir` (0700); with `fix`, also makes an existing one private.
 pub(crate) fn private_dir(dir: &Path, fix: bool) -> Result<()> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) => return Err(CheckpointError::io(dir)(e)),
     }

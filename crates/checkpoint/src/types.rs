@@ -19,7 +19,9 @@ impl TreeId {
     /// Checks that `id` is an object id (40 or 64 hex digits), so that nothing else ever
     /// reaches git's command line from a session file.
     pub fn parse(id: &str) -> Result<Self, CheckpointError> {
-        let hex = id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        let hex = id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
         if hex && (id.len() == 40 || id.len() == 64) {
             Ok(Self(id.to_string()))
         } else {
@@ -213,7 +215,10 @@ impl Checkpoint {
         let mut skipped: Vec<Skipped> = Vec::new();
         for cp in checkpoints {
             for change in &cp.changed {
-                kinds.entry(change.path.clone()).or_default().push(change.kind);
+                kinds
+                    .entry(change.path.clone())
+                    .or_default()
+                    .push(change.kind);
             }
             for s in &cp.skipped {
                 if !skipped.contains(s) {
@@ -312,7 +317,13 @@ mod tests {
     fn tree_ids_are_hex_only() {
         assert!(TreeId::parse(&"a".repeat(40)).is_ok());
         assert!(TreeId::parse(&"0".repeat(64)).is_ok());
-        for bad in ["", "--output=/tmp/x", &"g".repeat(40), &"A".repeat(40), &"a".repeat(41)] {
+        for bad in [
+            "",
+            "--output=/tmp/x",
+            &"g".repeat(40),
+            &"A".repeat(40),
+            &"a".repeat(41),
+        ] {
             assert!(TreeId::parse(bad).is_err(), "{bad}");
         }
         let err = serde_json::from_str::<TreeId>("\"-p\"").unwrap_err();
@@ -324,13 +335,19 @@ mod tests {
         let one = Checkpoint {
             before: tree('1'),
             after: tree('2'),
-            changed: vec![change("a", ChangeKind::Added), change("b", ChangeKind::Modified)],
+            changed: vec![
+                change("a", ChangeKind::Added),
+                change("b", ChangeKind::Modified),
+            ],
             skipped: vec![],
         };
         let two = Checkpoint {
             before: tree('2'),
             after: tree('3'),
-            changed: vec![change("a", ChangeKind::Deleted), change("c", ChangeKind::Deleted)],
+            changed: vec![
+                change("a", ChangeKind::Deleted),
+                change("c", ChangeKind::Deleted),
+            ],
             skipped: vec![],
         };
         let merged = Checkpoint::merge(&[one, two]).unwrap();

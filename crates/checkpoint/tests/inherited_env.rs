@@ -23,14 +23,21 @@ fn git_variables_of_the_users_repository_are_ignored() {
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
     f.write("a.txt", "a1\n");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
     assert_eq!(shown(&cp.changed), ["M a.txt"]);
     store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
     assert_eq!(f.read("a.txt"), b"a0\n");
     unsafe {
-        for name in ["GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY"] {
+        for name in [
+            "GIT_DIR",
+            "GIT_INDEX_FILE",
+            "GIT_WORK_TREE",
+            "GIT_OBJECT_DIRECTORY",
+        ] {
             std::env::remove_var(name);
         }
     }

@@ -36,8 +36,13 @@ fn a_binary_file_comes_back_byte_for_byte_with_its_executable_bit() {
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
     f.sh("printf 'garbage' > blob.bin && chmod -x run.sh && chmod +x plain.txt");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
-    assert_eq!(shown(&cp.changed), ["M blob.bin", "M plain.txt", "M run.sh"]);
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
+    assert_eq!(
+        shown(&cp.changed),
+        ["M blob.bin", "M plain.txt", "M run.sh"]
+    );
     store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
@@ -58,16 +63,27 @@ fn symlinks_come_back_as_symlinks_and_are_never_followed() {
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
     // Stored as links: nothing of the outside directory is read.
-    assert_eq!(tree_paths(&store, &before.tree), ["link", "out", "target.txt"]);
+    assert_eq!(
+        tree_paths(&store, &before.tree),
+        ["link", "out", "target.txt"]
+    );
     f.sh("rm link && echo 'now a file' > link && rm out");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
     assert_eq!(shown(&cp.changed), ["T link", "D out"]);
     store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
-    assert_eq!(fs::read_link(f.path("link")).unwrap(), PathBuf::from("target.txt"));
+    assert_eq!(
+        fs::read_link(f.path("link")).unwrap(),
+        PathBuf::from("target.txt")
+    );
     assert_eq!(fs::read_link(f.path("out")).unwrap(), outside.path());
-    assert_eq!(fs::read(outside.path().join("secret.txt")).unwrap(), b"outside\n");
+    assert_eq!(
+        fs::read(outside.path().join("secret.txt")).unwrap(),
+        b"outside\n"
+    );
 }
 
 #[test]
@@ -87,7 +103,10 @@ fn a_path_under_a_symlink_pointing_outside_is_refused() {
         assert_eq!(done.failed.len(), 1, "{done:?}");
         assert!(done.failed[0].reason.contains("symlink"), "{done:?}");
     }
-    assert_eq!(fs::read(outside.path().join("f.txt")).unwrap(), b"outside\n");
+    assert_eq!(
+        fs::read(outside.path().join("f.txt")).unwrap(),
+        b"outside\n"
+    );
     // Undoing the step removes the link itself first, then writes the directory back.
     let cp = store.checkpoint(&before, &after).unwrap();
     assert_eq!(shown(&cp.changed), ["A d", "D d/f.txt"]);
@@ -97,7 +116,10 @@ fn a_path_under_a_symlink_pointing_outside_is_refused() {
     assert!(applied.failed.is_empty(), "{:?}", applied.failed);
     assert!(fs::symlink_metadata(f.path("d")).unwrap().is_dir());
     assert_eq!(f.read("d/f.txt"), b"inside\n");
-    assert_eq!(fs::read(outside.path().join("f.txt")).unwrap(), b"outside\n");
+    assert_eq!(
+        fs::read(outside.path().join("f.txt")).unwrap(),
+        b"outside\n"
+    );
     assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1);
 }
 
@@ -113,18 +135,31 @@ fn only_the_given_paths_are_written_and_unchanged_ones_not_at_all() {
     f.write("b.txt", "b1\n");
     let identity = |rel: &str| {
         let m = fs::metadata(f.path(rel)).unwrap();
-        (m.ino(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+        (
+            m.ino(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        )
     };
     let (b, c) = (identity("b.txt"), identity("c.txt"));
     let done = store
-        .restore(&before.tree, &[PathBuf::from("a.txt"), PathBuf::from("c.txt")])
+        .restore(
+            &before.tree,
+            &[PathBuf::from("a.txt"), PathBuf::from("c.txt")],
+        )
         .unwrap();
     assert_eq!(done.written, [PathBuf::from("a.txt")]);
     assert_eq!(done.unchanged, [PathBuf::from("c.txt")]);
     assert_eq!(f.read("a.txt"), b"a0\n");
     assert_eq!(f.read("b.txt"), b"b1\n");
     assert_eq!(identity("b.txt"), b, "not in the list: untouched");
-    assert_eq!(identity("c.txt"), c, "already as in the snapshot: not rewritten");
+    assert_eq!(
+        identity("c.txt"),
+        c,
+        "already as in the snapshot: not rewritten"
+    );
 }
 
 #[test]
@@ -138,7 +173,10 @@ fn paths_outside_the_workspace_or_in_git_are_refused_before_anything_is_touched(
         let err = store
             .restore(&snap.tree, &[PathBuf::from("a.txt"), PathBuf::from(bad)])
             .unwrap_err();
-        assert!(matches!(err, CheckpointError::InvalidPath { .. }), "{bad}: {err}");
+        assert!(
+            matches!(err, CheckpointError::InvalidPath { .. }),
+            "{bad}: {err}"
+        );
     }
     assert_eq!(f.read("a.txt"), b"a1\n", "nothing was restored");
 }
@@ -170,7 +208,9 @@ fn a_directory_the_user_filled_is_never_removed_to_make_room() {
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
     f.sh("rm thing && mkdir thing && echo agent > thing/a.txt");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
     f.write("thing/user.txt", "the user's\n");
     let applied = store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::RestoreAnyway)
@@ -178,5 +218,9 @@ fn a_directory_the_user_filled_is_never_removed_to_make_room() {
     assert_eq!(f.read("thing/user.txt"), b"the user's\n");
     assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
     assert_eq!(applied.failed[0].path, PathBuf::from("thing"));
-    assert!(applied.summary().contains("not restored: thing: a directory is in the way"));
+    assert!(
+        applied
+            .summary()
+            .contains("not restored: thing: a directory is in the way")
+    );
 }

@@ -3,9 +3,9 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::io::{BufRead, BufReader};
 
 use checkpoint::{Resolution, prune};
 use common::{Fixture, shown};
@@ -52,10 +52,14 @@ fn two_sessions_keep_their_own_index_and_undo_only_their_own_step() {
     assert_eq!(one.dir(), two.dir(), "one store per workspace");
     let one_before = one.snapshot().unwrap();
     f.write("a.txt", "a1 by session one\n");
-    let one_cp = one.checkpoint(&one_before, &one.snapshot().unwrap()).unwrap();
+    let one_cp = one
+        .checkpoint(&one_before, &one.snapshot().unwrap())
+        .unwrap();
     let two_before = two.snapshot().unwrap();
     f.write("b.txt", "b1 by session two\n");
-    let two_cp = two.checkpoint(&two_before, &two.snapshot().unwrap()).unwrap();
+    let two_cp = two
+        .checkpoint(&two_before, &two.snapshot().unwrap())
+        .unwrap();
     assert_eq!(shown(&one_cp.changed), ["M a.txt"]);
     assert_eq!(shown(&two_cp.changed), ["M b.txt"]);
     // Session one undoes its step: session two's change stays.
@@ -90,8 +94,9 @@ fn two_sessions_snapshotting_at_the_same_time_do_not_corrupt_the_store() {
                     let next = store.snapshot().unwrap();
                     let cp = store.checkpoint(&last, &next).unwrap();
                     assert!(
-                        cp.changed.iter().any(|c| c.path
-                            == PathBuf::from(format!("s{k}/round{round}.txt"))),
+                        cp.changed.iter().any(
+                            |c| c.path.as_os_str() == format!("s{k}/round{round}.txt").as_str()
+                        ),
                         "{:?}",
                         cp.changed
                     );
@@ -119,7 +124,12 @@ fn pruning_removes_dead_sessions_and_keeps_live_ones_working() {
     let l0 = live.snapshot().unwrap();
     f.write("a.txt", "a2\n");
     let cp = live.checkpoint(&l0, &live.snapshot().unwrap()).unwrap();
-    let reports = prune(f.home.path(), &["live".to_string()], checkpoint::DEFAULT_BUDGET).unwrap();
+    let reports = prune(
+        f.home.path(),
+        &["live".to_string()],
+        checkpoint::DEFAULT_BUDGET,
+    )
+    .unwrap();
     assert_eq!(reports.len(), 1);
     let report = &reports[0];
     assert_eq!(report.removed_sessions, ["dead"]);
@@ -127,8 +137,15 @@ fn pruning_removes_dead_sessions_and_keeps_live_ones_working() {
     assert_eq!(report.kept_checkpoints, 2);
     assert!(!report.removed && !report.busy);
     assert_eq!(report.workspace.as_deref(), Some(live.workspace()));
-    assert!(report.size_after > 0 && report.size_before > 0, "{report:?}");
-    assert!(refs(&f, &live).iter().all(|r| r.starts_with("refs/checkpoints/live/")));
+    assert!(
+        report.size_after > 0 && report.size_before > 0,
+        "{report:?}"
+    );
+    assert!(
+        refs(&f, &live)
+            .iter()
+            .all(|r| r.starts_with("refs/checkpoints/live/"))
+    );
     assert!(!live.dir().join("index/dead").exists());
     fsck(&live);
     // The dead session's first tree is gone from the store; the live one still undoes.
@@ -151,7 +168,9 @@ fn over_the_budget_the_oldest_checkpoints_go_first() {
         let mut x = i + 1;
         let bytes: Vec<u8> = (0..300_000)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (x >> 56) as u8
             })
             .collect();
@@ -159,7 +178,9 @@ fn over_the_budget_the_oldest_checkpoints_go_first() {
         store.snapshot().unwrap();
     }
     let budget = 1_500_000;
-    let report = prune(f.home.path(), &["s1".to_string()], budget).unwrap().remove(0);
+    let report = prune(f.home.path(), &["s1".to_string()], budget)
+        .unwrap()
+        .remove(0);
     assert!(report.size_before > budget, "{report:?}");
     assert!(report.size_after <= budget, "{report:?}");
     assert!(report.removed_checkpoints >= 5, "{report:?}");
@@ -209,7 +230,9 @@ fn many_versions_of_a_changing_file_are_packed_as_deltas() {
     let f = Fixture::new();
     let store = f.store("s1");
     let mut content: Vec<u8> = (0..200_000u32)
-        .map(|i| b"abcdefghij klmnopqrstuvwxyz\n"[(i.wrapping_mul(2_654_435_761) >> 27) as usize % 28])
+        .map(|i| {
+            b"abcdefghij klmnopqrstuvwxyz\n"[(i.wrapping_mul(2_654_435_761) >> 27) as usize % 28]
+        })
         .collect();
     for turn in 0..110usize {
         let at = turn * 1_700 % (content.len() - 8);

@@ -8,9 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use checkpoint::{
-    CheckpointError, Excludes, Limits, Resolution, SkipReason, Store, StoreOptions,
-};
+use checkpoint::{CheckpointError, Excludes, Limits, Resolution, SkipReason, Store, StoreOptions};
 use common::{Fixture, shown, tree_paths};
 
 #[test]
@@ -20,15 +18,23 @@ fn a_directory_that_is_not_a_repository_is_snapshotted_and_left_without_git() {
     f.write("deep/er/file.rs", "fn main() {}\n");
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
-    assert_eq!(tree_paths(&store, &before.tree), ["deep/er/file.rs", "notes.txt"]);
+    assert_eq!(
+        tree_paths(&store, &before.tree),
+        ["deep/er/file.rs", "notes.txt"]
+    );
     f.sh("rm -r deep");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
     assert_eq!(shown(&cp.changed), ["D deep/er/file.rs"]);
     store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
     assert_eq!(f.read("deep/er/file.rs"), b"fn main() {}\n");
-    assert!(!f.exists(".git"), "no repository was created in the workspace");
+    assert!(
+        !f.exists(".git"),
+        "no repository was created in the workspace"
+    );
 }
 
 #[test]
@@ -79,7 +85,10 @@ fn a_file_over_the_cap_is_skipped_listed_and_never_deleted_by_undo() {
     );
     assert_eq!(
         after.skipped[0].reason,
-        SkipReason::TooLarge { size: 11 << 20, limit: 10 << 20 }
+        SkipReason::TooLarge {
+            size: 11 << 20,
+            limit: 10 << 20
+        }
     );
     assert_eq!(tree_paths(&store, &after.tree), ["small.txt"]);
     let cp = store.checkpoint(&before, &after).unwrap();
@@ -90,7 +99,10 @@ fn a_file_over_the_cap_is_skipped_listed_and_never_deleted_by_undo() {
         .unwrap();
     assert_eq!(f.read("small.txt"), b"small\n");
     assert_eq!(fs::metadata(f.path("big.bin")).unwrap().len(), 11 << 20);
-    assert_eq!(fs::metadata(f.path("grows.bin")).unwrap().len(), (10 << 20) + 1);
+    assert_eq!(
+        fs::metadata(f.path("grows.bin")).unwrap().len(),
+        (10 << 20) + 1
+    );
     // Nothing of them reached the store.
     assert!(store.size().unwrap() < 1 << 20);
 }
@@ -103,7 +115,13 @@ fn the_cap_is_configurable_and_an_unchanged_big_file_is_not_reported_again() {
         max_file_bytes: 4096,
         ..Limits::default()
     };
-    let store = f.store_with("s1", StoreOptions { limits, ..StoreOptions::default() });
+    let store = f.store_with(
+        "s1",
+        StoreOptions {
+            limits,
+            ..StoreOptions::default()
+        },
+    );
     let one = store.snapshot().unwrap();
     assert_eq!(one.skipped.len(), 1);
     f.write("a.txt", "a\n");
@@ -123,10 +141,22 @@ fn too_much_new_content_refuses_the_snapshot_with_a_readable_error() {
         max_changed_files: 10,
         ..Limits::default()
     };
-    let store = f.store_with("s1", StoreOptions { limits, ..StoreOptions::default() });
+    let store = f.store_with(
+        "s1",
+        StoreOptions {
+            limits,
+            ..StoreOptions::default()
+        },
+    );
     let err = store.snapshot().unwrap_err();
-    assert!(matches!(err, CheckpointError::TooLarge { files: 20, .. }), "{err}");
-    assert!(err.to_string().starts_with("checkpoint skipped: 20 new or changed files"));
+    assert!(
+        matches!(err, CheckpointError::TooLarge { files: 20, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("checkpoint skipped: 20 new or changed files")
+    );
 }
 
 #[test]
@@ -203,11 +233,19 @@ fn the_users_git_directory_and_worktree_file_are_never_in_a_snapshot() {
             f.home.path(),
             ws,
             "s1",
-            StoreOptions { excludes: Excludes::None, ..StoreOptions::default() },
+            StoreOptions {
+                excludes: Excludes::None,
+                ..StoreOptions::default()
+            },
         )
         .unwrap();
         let snap = store.snapshot().unwrap();
-        assert_eq!(tree_paths(&store, &snap.tree), ["a.txt"], "{}", ws.display());
+        assert_eq!(
+            tree_paths(&store, &snap.tree),
+            ["a.txt"],
+            "{}",
+            ws.display()
+        );
     }
     assert_eq!(f.user_git_state(), user_state);
 }
@@ -234,7 +272,10 @@ fn gitignore_info_exclude_and_the_global_excludes_file_are_honoured() {
         },
     );
     let snap = store.snapshot().unwrap();
-    assert_eq!(tree_paths(&store, &snap.tree), [".gitignore", "README", "a.txt"]);
+    assert_eq!(
+        tree_paths(&store, &snap.tree),
+        [".gitignore", "README", "a.txt"]
+    );
 }
 
 #[test]
@@ -247,7 +288,9 @@ fn line_endings_and_attributes_never_change_the_bytes() {
     let store = f.store("s1");
     let before = store.snapshot().unwrap();
     f.sh("rm win.txt x.dat");
-    let cp = store.checkpoint(&before, &store.snapshot().unwrap()).unwrap();
+    let cp = store
+        .checkpoint(&before, &store.snapshot().unwrap())
+        .unwrap();
     store
         .apply(&store.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
@@ -265,8 +308,18 @@ fn the_store_is_private_to_the_user() {
     store.snapshot().unwrap();
     let root = f.home.path().join("checkpoints");
     assert!(store.dir().starts_with(&root));
-    let name = store.dir().file_name().unwrap().to_string_lossy().into_owned();
-    let tail = f.ws().file_name().unwrap().to_string_lossy().replace('.', "-");
+    let name = store
+        .dir()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let tail = f
+        .ws()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace('.', "-");
     assert!(name.contains(&tail), "{name} names the workspace");
     let mut checked = 0;
     let mut stack = vec![root];
@@ -316,6 +369,9 @@ fn session_ids_that_cannot_name_a_ref_are_refused() {
     let f = Fixture::new();
     for bad in ["", "../x", "a/b", ".hidden", "x.lock", "a b"] {
         let err = Store::open(f.home.path(), f.ws(), bad).unwrap_err();
-        assert!(matches!(err, CheckpointError::InvalidSession(_)), "{bad:?}: {err}");
+        assert!(
+            matches!(err, CheckpointError::InvalidSession(_)),
+            "{bad:?}: {err}"
+        );
     }
 }

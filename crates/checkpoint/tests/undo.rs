@@ -12,7 +12,13 @@ use common::{Fixture, shown};
 /// inode, mtime (ns), ctime (ns): any write or replacement changes one of them.
 fn identity(f: &Fixture, rel: &str) -> (u64, i64, i64, i64, i64) {
     let m = fs::symlink_metadata(f.path(rel)).unwrap();
-    (m.ino(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    (
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    )
 }
 
 #[test]
@@ -37,14 +43,26 @@ fn rm_mv_sed_and_a_created_file_are_undone_and_redone() {
     let cp = store.checkpoint(&before, &after).unwrap();
     assert_eq!(
         shown(&cp.changed),
-        ["A created.txt", "A dir/moved.txt", "D doomed.txt", "M edit.txt", "D moved.txt"]
+        [
+            "A created.txt",
+            "A dir/moved.txt",
+            "D doomed.txt",
+            "M edit.txt",
+            "D moved.txt"
+        ]
     );
 
     let plan = store.plan_undo(&cp).unwrap();
     assert!(plan.conflicts.is_empty(), "{:?}", plan.conflicts);
     assert_eq!(
         shown(&plan.changes),
-        ["D created.txt", "D dir/moved.txt", "A doomed.txt", "M edit.txt", "A moved.txt"]
+        [
+            "D created.txt",
+            "D dir/moved.txt",
+            "A doomed.txt",
+            "M edit.txt",
+            "A moved.txt"
+        ]
     );
     let undone = store.apply(&plan, Resolution::SkipConflicts).unwrap();
     assert_eq!(f.read("doomed.txt"), b"doomed\n");
@@ -102,7 +120,10 @@ fn a_user_edit_after_the_agent_is_a_conflict_kept_or_overwritten_as_chosen() {
 
     let plan = store.plan_undo(&cp).unwrap();
     assert_eq!(shown(&plan.conflicts), ["M a.txt"]);
-    assert_eq!(shown(&store.conflicts(&cp.after, &cp.paths()).unwrap()), ["M a.txt"]);
+    assert_eq!(
+        shown(&store.conflicts(&cp.after, &cp.paths()).unwrap()),
+        ["M a.txt"]
+    );
     let skipped = store.apply(&plan, Resolution::SkipConflicts).unwrap();
     assert_eq!(f.read("a.txt"), b"user\n");
     assert_eq!(f.read("b.txt"), b"b1\n");
@@ -111,7 +132,11 @@ fn a_user_edit_after_the_agent_is_a_conflict_kept_or_overwritten_as_chosen() {
 
     let plan = store.plan_undo(&cp).unwrap();
     assert_eq!(shown(&plan.conflicts), ["M a.txt"]);
-    assert_eq!(shown(&plan.changes), ["M a.txt"], "b.txt is already restored");
+    assert_eq!(
+        shown(&plan.changes),
+        ["M a.txt"],
+        "b.txt is already restored"
+    );
     let forced = store.apply(&plan, Resolution::RestoreAnyway).unwrap();
     assert_eq!(f.read("a.txt"), b"v1\n");
     assert!(forced.kept.is_empty());
@@ -187,7 +212,10 @@ fn an_unchanged_workspace_makes_no_new_checkpoint() {
     let plan = store.plan_undo(&cp).unwrap();
     assert!(plan.is_empty());
     assert_eq!(
-        store.apply(&plan, Resolution::SkipConflicts).unwrap().summary(),
+        store
+            .apply(&plan, Resolution::SkipConflicts)
+            .unwrap()
+            .summary(),
         "nothing to restore"
     );
 }
