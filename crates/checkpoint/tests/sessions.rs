@@ -153,9 +153,25 @@ fn pruning_removes_dead_sessions_and_keeps_live_ones_working() {
     live.apply(&live.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
     assert_eq!(f.read("a.txt"), b"a1\n");
-    // Once no session is left, the whole store goes.
-    let reports = prune(f.home.path(), &[], checkpoint::DEFAULT_BUDGET).unwrap();
-    assert!(reports[0].removed);
+    // No session left: the store is emptied but stays while its workspace exists (a new
+    // session may have opened it)...
+    let report = prune(f.home.path(), &[], checkpoint::DEFAULT_BUDGET)
+        .unwrap()
+        .remove(0);
+    assert_eq!(report.removed_sessions, ["live"]);
+    assert!(
+        !report.removed && report.kept_checkpoints == 0,
+        "{report:?}"
+    );
+    assert!(refs(&f, &live).is_empty());
+    assert!(report.size_after < report.size_before, "{report:?}");
+    // ...and goes whole once the workspace is gone.
+    let Fixture { home, ws } = f;
+    ws.close().unwrap();
+    let report = prune(home.path(), &[], checkpoint::DEFAULT_BUDGET)
+        .unwrap()
+        .remove(0);
+    assert!(report.removed, "{report:?}");
     assert!(!live.dir().exists());
 }
 
