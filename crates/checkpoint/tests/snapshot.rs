@@ -187,6 +187,7 @@ fn nested_repositories_are_listed_never_copied_and_need_no_commit() {
     // A repository without any commit (the agent just ran `git init` there).
     f.write("fresh/new.txt", "new\n");
     common::user_git(&f.path("fresh"), &["init", "-q"]);
+    let user_state = f.user_git_state();
     let store = f.store("s1");
     let snap = store.snapshot().unwrap();
     assert_eq!(tree_paths(&store, &snap.tree), [".gitmodules", "top.txt"]);
@@ -216,6 +217,7 @@ fn nested_repositories_are_listed_never_copied_and_need_no_commit() {
         .unwrap();
     assert_eq!(f.read("later/a.txt"), b"a\n");
     assert!(f.exists("later/.git/HEAD"));
+    assert_eq!(f.user_git_state(), user_state);
 }
 
 #[test]
@@ -264,6 +266,7 @@ fn gitignore_info_exclude_and_the_global_excludes_file_are_honoured() {
     f.write("a.txt.swp", "s\n");
     f.write("sub/.DS_Store", "d\n");
     f.write("a.txt", "a\n");
+    let user_state = f.user_git_state();
     let store = f.store_with(
         "s1",
         StoreOptions {
@@ -276,6 +279,7 @@ fn gitignore_info_exclude_and_the_global_excludes_file_are_honoured() {
         tree_paths(&store, &snap.tree),
         [".gitignore", "README", "a.txt"]
     );
+    assert_eq!(f.user_git_state(), user_state);
 }
 
 #[test]
