@@ -417,6 +417,23 @@ impl Store {
         })
     }
 
+    /// Fails with [`CheckpointError::Missing`] unless every one of `trees` is in the store.
+    pub(crate) fn require(&self, trees: &[&TreeId]) -> Result<()> {
+        let query: String = trees.iter().map(|t| format!("{t}\n")).collect();
+        let out = self
+            .git
+            .run(["cat-file", "--batch-check"], Some(query.as_bytes()))?;
+        let text = String::from_utf8_lossy(&out);
+        for (tree, line) in trees.iter().zip(text.lines()) {
+            if !line.ends_with(" tree") && !line.contains(" tree ") {
+                return Err(CheckpointError::Missing {
+                    tree: tree.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The paths that differ between two trees, sorted (nested repositories excluded).
     pub fn changes(&self, from: &TreeId, to: &TreeId) -> Result<Vec<Change>> {
         let out = self.git.run(

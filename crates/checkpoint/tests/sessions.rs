@@ -149,7 +149,13 @@ fn pruning_removes_dead_sessions_and_keeps_live_ones_working() {
     assert!(!live.dir().join("index/dead").exists());
     fsck(&live);
     // The dead session's first tree is gone from the store; the live one still undoes.
-    assert!(live.restore(&d0.tree, &[PathBuf::from("a.txt")]).is_err());
+    let err = live
+        .restore(&d0.tree, &[PathBuf::from("a.txt")])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("checkpoint {} is no longer in the store (pruned)", d0.tree)
+    );
     live.apply(&live.plan_undo(&cp).unwrap(), Resolution::SkipConflicts)
         .unwrap();
     assert_eq!(f.read("a.txt"), b"a1\n");
