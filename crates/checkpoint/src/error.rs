@@ -56,6 +56,12 @@ pub enum CheckpointError {
         /// Why not.
         reason: &'static str,
     },
+    /// The snapshot is no longer in the store (pruned, or the store was removed).
+    #[error("checkpoint {tree} is no longer in the store (pruned)")]
+    Missing {
+        /// The tree id.
+        tree: String,
+    },
     /// A tree id that is not hexadecimal of a git object id's length.
     #[error("invalid tree id {0:?}")]
     InvalidTreeId(String),

@@ -5,7 +5,7 @@
 //! started from a git hook inherits `GIT_DIR`, which would point us at the user's repository).
 //!
 //! Why the binary and not gitoxide: see `docs/checkpoints.md` ("git binary or gitoxide").
-//! In short, `add -A` (ignore rules, the stat-cached index, the untracked cache) is the whole
+//! In short, staging the workspace (ignore rules, the stat-cached index) is the whole
 //! job, git does it in a few milliseconds per call, and gix would add ~100 crates to the build
 //! for a part of it.
 
@@ -30,16 +30,12 @@ const SETTINGS: &[(&str, &str)] = &[
     ("core.symlinks", "true"),
     ("core.filemode", "true"),
     ("core.fsmonitor", "false"),
-    // Skips re-reading unchanged untracked directories: most of the cost of `add -A`.
-    ("core.untrackedCache", "true"),
     ("core.logAllRefUpdates", "false"),
     ("core.quotePath", "false"),
     ("commit.gpgSign", "false"),
     ("advice.addEmbeddedRepo", "false"),
-    // Garbage collection is the store's to run (see prune); an automatic one only packs
-    // loose objects and never detaches into a background process.
-    ("gc.auto", "1000"),
-    ("gc.autoDetach", "false"),
+    // Packing and garbage collection are the store's to run (snapshots, prune).
+    ("gc.auto", "0"),
     // The store's directory is ours even when the workspace belongs to another user.
     ("safe.directory", "*"),
 ];
@@ -190,13 +186,17 @@ impl Git {
         }
     }
 
+    pub(crate) fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
     pub(crate) fn index(&self) -> &Path {
         &self.index
     }
 
     /// A command in the workspace, against the store and the session's index. Pathspecs are
-    /// literal unless `magic` (only `add` needs `:(exclude)`): a file named `*.rs` is a file.
-    fn command(&self, magic: bool) -> Command {
+    /// literal: a file named `*.rs` is a file, not a pattern.
+    fn command(&self) -> Command {
         let mut cmd = base_command(&self.program);
         cmd.current_dir(&self.work_tree)
             .env("GIT_DIR", &self.git_dir)
@@ -206,9 +206,7 @@ impl Git {
             .env("GIT_AUTHOR_EMAIL", "checkpoints@coding-agent.invalid")
             .env("GIT_COMMITTER_NAME", "coding-agent")
             .env("GIT_COMMITTER_EMAIL", "checkpoints@coding-agent.invalid");
-        if !magic {
-            cmd.env("GIT_LITERAL_PATHSPECS", "1");
-        }
+        cmd.env("GIT_LITERAL_PATHSPECS", "1");
         let mut settings: Vec<(&str, OsString)> = SETTINGS
             .iter()
             .map(|&(k, v)| (k, OsString::from(v)))
@@ -230,23 +228,6 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.run_with(false, args, stdin)
-    }
-
-    /// Like [`Git::run`], with pathspec magic on.
-    pub(crate) fn run_magic<I, S>(&self, args: I, stdin: Option<&[u8]>) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.run_with(true, args, stdin)
-    }
-
-    fn run_with<I, S>(&self, magic: bool, args: I, stdin: Option<&[u8]>) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let name = args
             .iter()
@@ -255,7 +236,7 @@ impl Git {
             .collect::<Vec<_>>()
             .join(" ");
         let mut child = self
-            .command(magic)
+            .command()
             .args(&args)
             .stdin(if stdin.is_some() {
                 Stdio::piped()
@@ -288,7 +269,7 @@ impl Git {
     /// A `git cat-file --batch` process, for reading many blobs through one process.
     pub(crate) fn blob_reader(&self) -> Result<BlobReader> {
         let mut child = self
-            .command(false)
+            .command()
             .args(["cat-file", "--batch"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -361,5 +342,43 @@ impl Drop for BlobReader {
         // Closing its input ends cat-file; wait so no zombie is left.
         self.input.take();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_excludes_file_is_found_as_their_git_would() {
+        let git = Path::new("git");
+        let home = tempfile::tempdir().unwrap();
+        let home_os = home.path().as_os_str();
+        assert_eq!(user_excludes_file(git, Some(home_os), None), None);
+        // The default place.
+        let default = home.path().join(".config/git/ignore");
+        std::fs::create_dir_all(default.parent().unwrap()).unwrap();
+        std::fs::write(&default, "*.swp\n").unwrap();
+        assert_eq!(user_excludes_file(git, Some(home_os), None), Some(default));
+        // A configured file wins, `~` expanded.
+        std::fs::write(home.path().join("my-ignore"), "*.bak\n").unwrap();
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[core]\n\texcludesFile = ~/my-ignore\n",
+        )
+        .unwrap();
+        if std::env::var_os("GIT_CONFIG_GLOBAL").is_none() {
+            assert_eq!(
+                user_excludes_file(git, Some(home_os), None),
+                Some(home.path().join("my-ignore"))
+            );
+        }
+    }
+
+    #[test]
+    fn this_machines_git_is_new_enough_and_a_missing_one_is_named() {
+        check_version(Path::new("git")).unwrap();
+        let err = check_version(Path::new("/nonexistent/git")).unwrap_err();
+        assert!(matches!(err, CheckpointError::GitNotFound { .. }), "{err}");
     }
 }

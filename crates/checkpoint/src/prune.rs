@@ -18,12 +18,14 @@ use std::path::{Path, PathBuf};
 use crate::error::{CheckpointError, Result};
 use crate::git::{self, Git};
 use crate::lock::{self, Mode};
-use crate::store::dir_size;
+use crate::store::{dir_size, loose_objects};
 
 /// The default size budget of one workspace's store: 1 GiB.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
 
 const MAX_ROUNDS: usize = 8;
+/// Loose objects worth a collection even under the budget (snapshots pack at 300).
+const LOOSE_COLLECT: usize = 100;
 
 /// What pruning did to one workspace's store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,7 +44,8 @@ pub struct StorePruned {
     pub size_before: u64,
     /// Size on disk after, in bytes (0 when the store was removed).
     pub size_after: u64,
-    /// The whole store was removed: no live session had anything in it.
+    /// The whole store was removed: its workspace is gone and no live session had anything
+    /// in it.
     pub removed: bool,
     /// Another process held the store's lock: left as it was.
     pub busy: bool,
@@ -50,7 +53,8 @@ pub struct StorePruned {
 
 /// Prunes every store under `home` (`$CODING_AGENT_HOME`): `live_sessions` are the ids of
 /// every session that still exists (resumable sessions, and the running one even if its
-/// session file is not written yet); everything of other sessions goes. `budget` is the size
+/// session file is not written yet); everything of other sessions goes, and a store whose
+/// workspace no longer exists goes whole once none of its sessions is live. `budget` is the size
 /// allowed per workspace store ([`DEFAULT_BUDGET`]). Blocks for as long as git's garbage
 /// collection takes: run it in the background.
 pub fn prune(home: &Path, live_sessions: &[String], budget: u64) -> Result<Vec<StorePruned>> {
@@ -140,9 +144,11 @@ fn prune_store(
     dead.sort();
     dead.dedup();
     let sessions: HashSet<&String> = refs.iter().map(|r| &r.session).chain(&indexes).collect();
-    // (A store with no session at all is new, its first snapshot under way: it stays.)
-    if !dead.is_empty() && dead.len() == sessions.len() {
-        // Nothing of a live session here: the whole store goes.
+    let workspace_gone = report.workspace.as_ref().is_some_and(|w| !w.is_dir());
+    if workspace_gone && dead.len() == sessions.len() {
+        // The workspace no longer exists and no live session has anything here: the whole
+        // store goes. (A store whose workspace exists stays, even empty: a new session may
+        // have opened it and not snapshotted yet.)
         report.removed_checkpoints = refs.len();
         report.removed_sessions = dead;
         fs::remove_dir_all(dir).map_err(CheckpointError::io(dir))?;
@@ -159,7 +165,8 @@ fn prune_store(
     report.removed_checkpoints = gone.len();
     report.removed_sessions = dead;
     let mut size = report.size_before;
-    if report.removed_checkpoints > 0 || size > budget {
+    let loose = loose_objects(&dir.join("git"));
+    if report.removed_checkpoints > 0 || size > budget || loose >= LOOSE_COLLECT {
         size = collect(&git, dir)?;
     }
     for _ in 0..MAX_ROUNDS {

@@ -66,6 +66,7 @@ impl Store {
             check_relative(path)?;
         }
         let _lock = self.shared_lock()?;
+        self.require(&[tree])?;
         let entries = self.tree_entries(tree, paths)?;
         let mut done = Restored::default();
         let (mut writes, mut deletes): (Vec<&PathBuf>, Vec<&PathBuf>) = (Vec::new(), Vec::new());

@@ -3,8 +3,9 @@
 //!
 //! Layout, under `$CODING_AGENT_HOME/checkpoints/<slug>/` (0700):
 //! - `git/`: a bare repository (files 0600, directories 0700) whose work tree is given per
-//!   command; its `info/exclude` keeps out `.git`, its `info/attributes` turns every
-//!   conversion off so bytes come back as they went in;
+//!   command; its `info/exclude` keeps out `.git` and repeats the workspace repository's
+//!   own `.git/info/exclude`, its `info/attributes` turns every conversion off so bytes come
+//!   back as they went in;
 //! - `index/<session>`: each session's own index, so sessions never share staged state;
 //! - `lock`: shared by snapshots and restores, exclusive for pruning;
 //! - `workspace`: the workspace's path, for people and for pruning.
@@ -78,7 +79,7 @@ struct State {
     /// The tree of the session's newest ref: an unchanged workspace makes no new commit.
     last: Option<TreeId>,
     /// Commits made by this process since it last asked git whether to pack.
-    since_gc: u32,
+    since_pack: u32,
 }
 
 /// Contents of the store's `info/exclude`: the user's `.git` (a directory or a worktree's
@@ -87,8 +88,11 @@ const INFO_EXCLUDE: &str = "# written by coding-agent: never copy a repository's
 /// Contents of `info/attributes`, which outranks every `.gitattributes`: no end-of-line
 /// conversion, filter, ident or encoding, so restored files are byte-identical.
 const INFO_ATTRIBUTES: &str = "* -text -eol -filter -ident -working-tree-encoding\n";
-/// How many commits between two `gc --auto` checks.
-const GC_EVERY: u32 = 50;
+/// How many commits between two counts of loose objects.
+const PACK_EVERY: u32 = 50;
+/// Loose objects that make the store pack them: each version of a changed file is a whole
+/// compressed copy until packed as a delta (1,000 turns of a 1 MiB file: ~370 MiB loose).
+const PACK_LOOSE: usize = 300;
 
 impl Store {
     /// Opens (creating if needed) the store of `workspace` under `home`
@@ -121,7 +125,14 @@ impl Store {
             if !git_dir.join("HEAD").exists() {
                 git::init(&options.git, &git_dir)?;
             }
-            write_if_changed(&git_dir.join("info/exclude"), INFO_EXCLUDE.as_bytes())?;
+            // The repository's own excludes too (read only): what the user's git ignores.
+            let mut exclude = INFO_EXCLUDE.as_bytes().to_vec();
+            if let Ok(user) = fs::read(workspace.join(".git/info/exclude")) {
+                exclude.extend_from_slice(b"# the workspace's .git/info/exclude\n");
+                exclude.extend_from_slice(&user);
+                exclude.push(b'\n');
+            }
+            write_if_changed(&git_dir.join("info/exclude"), &exclude)?;
             write_if_changed(&git_dir.join("info/attributes"), INFO_ATTRIBUTES.as_bytes())?;
             write_if_changed(
                 &dir.join("workspace"),
@@ -220,58 +231,62 @@ impl Store {
     }
 
     /// Stages the workspace into the session's index and writes its tree.
+    ///
+    /// One walk of the workspace (`ls-files -m -o`: tracked files whose stat data changed,
+    /// untracked ones not ignored), then exactly those paths go to `update-index`. That is
+    /// what `add -A` does, without its second walk: half the time on a large repository.
     fn write_tree(&self) -> Result<(TreeId, Vec<Skipped>)> {
-        // What `add -A` would read: modified tracked files and untracked ones. Files over the
-        // cap and nested repositories are kept out (and dropped from the index if a previous
-        // snapshot had them).
         let listing = self.git.run(
             ["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"],
             None,
         )?;
         let mut skipped = Vec::new();
+        let mut update: Vec<&[u8]> = Vec::new();
         let mut unstage: Vec<&[u8]> = Vec::new();
-        let mut seen: HashSet<&[u8]> = HashSet::new();
         let (mut files, mut bytes) = (0usize, 0u64);
+        let mut links = SymlinkParents::default();
         for record in split_nul(&listing) {
             let (tag, path) = match record {
                 [tag, b' ', path @ ..] => (*tag, path),
                 _ => return Err(git::parse_error("ls-files", "untagged record")),
             };
-            if !seen.insert(path) {
-                continue;
-            }
             if let Some(dir) = path.strip_suffix(b"/") {
-                // `ls-files -o` names a nested repository as a directory.
+                // `ls-files -o` names an untracked nested repository as a directory.
                 skipped.push(Skipped {
                     path: from_bytes(dir),
                     reason: SkipReason::NestedRepository,
                     stamp: 0,
                 });
-                unstage.push(dir);
                 continue;
             }
-            let Ok(meta) = fs::symlink_metadata(self.workspace.join(from_bytes(path))) else {
-                continue; // deleted: `add -A` records that without reading anything
-            };
-            if !meta.is_file() {
+            if tag != b'?' && links.beyond(&self.workspace, path) {
+                // A tracked file whose directory became a symlink: gone from git's view
+                // (update-index refuses paths beyond a symlink, even to remove them).
+                unstage.push(path);
                 continue;
             }
-            if meta.len() > self.limits.max_file_bytes {
-                skipped.push(Skipped {
-                    path: from_bytes(path),
-                    reason: SkipReason::TooLarge {
-                        size: meta.len(),
-                        limit: self.limits.max_file_bytes,
-                    },
-                    stamp: stamp(&meta),
-                });
-                if tag != b'?' {
-                    unstage.push(path);
+            let meta = fs::symlink_metadata(self.workspace.join(from_bytes(path))).ok();
+            if let Some(meta) = meta.as_ref().filter(|m| m.is_file()) {
+                if meta.len() > self.limits.max_file_bytes {
+                    skipped.push(Skipped {
+                        path: from_bytes(path),
+                        reason: SkipReason::TooLarge {
+                            size: meta.len(),
+                            limit: self.limits.max_file_bytes,
+                        },
+                        stamp: stamp(meta),
+                    });
+                    if tag != b'?' {
+                        unstage.push(path); // it was small in an earlier snapshot
+                    }
+                    continue;
                 }
-                continue;
+                files += 1;
+                bytes += meta.len();
             }
-            files += 1;
-            bytes += meta.len();
+            // Deleted files, symlinks, and a file that became a directory go too:
+            // update-index removes or replaces their entries.
+            update.push(path);
         }
         if files > self.limits.max_changed_files || bytes > self.limits.max_changed_bytes {
             return Err(CheckpointError::TooLarge {
@@ -284,27 +299,28 @@ impl Store {
         if !unstage.is_empty() {
             let list: Vec<u8> = unstage.iter().flat_map(|p| nul_terminated(p)).collect();
             self.git.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                Some(&list),
+            )?;
+        }
+        if !update.is_empty() {
+            // Sorted, so a path comes before what is under it: `thing` (a file that became a
+            // directory) leaves the index before `thing/inner.rs` is added.
+            update.sort_unstable();
+            update.dedup();
+            let list: Vec<u8> = update.iter().flat_map(|p| nul_terminated(p)).collect();
+            self.git.run(
                 [
-                    "rm",
-                    "--cached",
-                    "-r",
-                    "-q",
-                    "--ignore-unmatch",
-                    "--pathspec-from-file=-",
-                    "--pathspec-file-nul",
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
                 ],
                 Some(&list),
             )?;
         }
-        let mut specs = b":(top)\0".to_vec();
-        for s in &skipped {
-            specs.extend_from_slice(b":(exclude,literal,top)");
-            specs.extend(nul_terminated(s.path.as_os_str().as_encoded_bytes()));
-        }
-        self.git.run_magic(
-            ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
-            Some(&specs),
-        )?;
         let out = self.git.run(["write-tree"], None)?;
         let tree = TreeId::parse(String::from_utf8_lossy(&out).trim())?;
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
@@ -333,12 +349,14 @@ impl Store {
             }
         }
         state.last = Some(tree.clone());
-        state.since_gc += 1;
-        if state.since_gc >= GC_EVERY {
-            state.since_gc = 0;
-            // Packs loose objects once there are many (1,000+); never prunes recent ones,
-            // so it is safe beside other sessions' snapshots.
-            self.git.run(["gc", "--auto", "--quiet"], None)?;
+        state.since_pack += 1;
+        if state.since_pack >= PACK_EVERY {
+            state.since_pack = 0;
+            if loose_objects(self.git.git_dir()) >= PACK_LOOSE {
+                // Packs the loose objects (deltas between versions of a file) and drops
+                // them; never prunes anything, so it is safe beside other sessions.
+                self.git.run(["repack", "-d", "-l", "-q"], None)?;
+            }
         }
         Ok(())
     }
@@ -384,7 +402,9 @@ impl Store {
         for s in after.skipped.iter().chain(&before.skipped) {
             let in_before = before.skipped.iter().any(|b| b.same_as(s));
             let in_after = after.skipped.iter().any(|a| a.same_as(s));
-            if !(in_before && in_after) && !skipped.iter().any(|k| k.path == s.path) {
+            let listed = skipped.iter().any(|k| k.path == s.path);
+            let untouched = in_before && in_after;
+            if !untouched && !listed {
                 skipped.push(s.clone());
             }
         }
@@ -395,6 +415,23 @@ impl Store {
             changed,
             skipped,
         })
+    }
+
+    /// Fails with [`CheckpointError::Missing`] unless every one of `trees` is in the store.
+    pub(crate) fn require(&self, trees: &[&TreeId]) -> Result<()> {
+        let query: String = trees.iter().map(|t| format!("{t}\n")).collect();
+        let out = self
+            .git
+            .run(["cat-file", "--batch-check"], Some(query.as_bytes()))?;
+        let text = String::from_utf8_lossy(&out);
+        for (tree, line) in trees.iter().zip(text.lines()) {
+            if !line.ends_with(" tree") && !line.contains(" tree ") {
+                return Err(CheckpointError::Missing {
+                    tree: tree.to_string(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The paths that differ between two trees, sorted (nested repositories excluded).
@@ -467,6 +504,33 @@ impl Store {
                 c
             })
             .collect())
+    }
+}
+
+/// Which directories of the workspace are symlinks, asked once each.
+#[derive(Default)]
+struct SymlinkParents {
+    known: std::collections::HashMap<PathBuf, bool>,
+}
+
+impl SymlinkParents {
+    /// Whether a parent directory of `path` (relative to `workspace`) is a symlink.
+    fn beyond(&mut self, workspace: &Path, path: &[u8]) -> bool {
+        let path = from_bytes(path);
+        let mut dir = PathBuf::new();
+        let Some(parent) = path.parent() else {
+            return false;
+        };
+        for component in parent.components() {
+            dir.push(component);
+            let link = *self.known.entry(dir.clone()).or_insert_with(|| {
+                fs::symlink_metadata(workspace.join(&dir)).is_ok_and(|m| m.file_type().is_symlink())
+            });
+            if link {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -560,6 +624,21 @@ fn write_if_changed(path: &Path, content: &[u8]) -> Result<()> {
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
         .map_err(CheckpointError::io(&tmp))?;
     fs::rename(&tmp, path).map_err(CheckpointError::io(path))
+}
+
+/// The number of loose objects in the store.
+pub(crate) fn loose_objects(git_dir: &Path) -> usize {
+    let Ok(dirs) = fs::read_dir(git_dir.join("objects")) else {
+        return 0;
+    };
+    dirs.filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            name.len() == 2 && name.as_encoded_bytes().iter().all(u8::is_ascii_hexdigit)
+        })
+        .filter_map(|e| fs::read_dir(e.path()).ok())
+        .map(|objects| objects.count())
+        .sum()
 }
 
 /// Bytes on disk under `dir` (allocated blocks, so sparse or tiny files count as they cost).

@@ -177,6 +177,7 @@ impl Store {
     }
 
     fn plan(&self, checkpoint: &Checkpoint, direction: Direction) -> Result<Plan> {
+        self.require(&[&checkpoint.before, &checkpoint.after])?;
         let mut plan = Plan {
             direction,
             checkpoint: checkpoint.clone(),
