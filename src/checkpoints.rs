@@ -568,6 +568,23 @@ fn unsaved_id() -> String {
     format!("unsaved-{}", std::process::id())
 }
 
+/// Whether the `git` program the store drives can be started (a millisecond: one
+/// `git --version`).
+pub fn git_available() -> Result<(), String> {
+    match std::process::Command::new("git")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+    {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("git --version failed ({status})")),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err("git not found".into()),
+        Err(err) => Err(format!("git cannot be started: {err}")),
+    }
+}
+
 /// The ids pruning must keep: every saved session, and the unsaved ones of running
 /// processes.
 pub fn live_sessions(home: &session::Home) -> Vec<String> {

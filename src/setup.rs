@@ -204,10 +204,18 @@ pub fn build(
         current.as_ref().map(|(_, id)| id.as_str()),
         timeline,
     ));
-    if config.checkpoints.enabled != Some(false) {
-        agent_config.checkpointer = Some(Arc::new(crate::checkpoints::Hook(checkpoints.clone())));
-    } else {
+    let mut notices = config.notices.clone();
+    if config.checkpoints.enabled == Some(false) {
         checkpoints.turn_off("off in the config ([checkpoints] enabled = false)");
+    } else if let Err(reason) = crate::checkpoints::git_available() {
+        // Said before anything changes, not after the first change that cannot be undone.
+        notices.push(format!(
+            "Checkpoints are off: {reason}. /undo and /rewind cannot take file changes back \
+             until git is installed."
+        ));
+        checkpoints.turn_off(&reason);
+    } else {
+        agent_config.checkpointer = Some(Arc::new(crate::checkpoints::Hook(checkpoints.clone())));
     }
     let agent = Agent::spawn(agent_config);
     checkpoints.follow(&agent);
@@ -240,7 +248,7 @@ pub fn build(
         history,
         sessions,
         shell,
-        notices: config.notices.clone(),
+        notices,
         tool_views,
         safety,
     })

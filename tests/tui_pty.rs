@@ -1,125 +1,12 @@
 //! The real binary in a real pseudo-terminal against mock-llm: what a user types and sees.
 
-use std::io::{Read, Write};
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::pty::{Session, WAIT, runtime};
 use mock_llm::{MockServer, Reply, Script};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use serde_json::{Value, json};
-
-const ROWS: u16 = 30;
-const COLS: u16 = 100;
-const WAIT: Duration = Duration::from_secs(20);
-
-struct Session {
-    screen: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    dir: tempfile::TempDir,
-    /// CODING_AGENT_HOME of the run; kept alive with the session.
-    home: tempfile::TempDir,
-}
-
-impl Session {
-    fn start(server: &MockServer) -> Self {
-        Self::start_with(server, &[], |_| {})
-    }
-
-    /// With more flags, in a work directory `prepare` fills first.
-    fn start_with(
-        server: &MockServer,
-        args: &[&str],
-        prepare: impl FnOnce(&std::path::Path),
-    ) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        prepare(dir.path());
-        let home = tempfile::tempdir().unwrap();
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
-        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
-        command.args(args);
-        command.cwd(dir.path());
-        command.env("TERM", "xterm-256color");
-        command.env_remove("OPENAI_API_KEY");
-        command.env("CODING_AGENT_HOME", home.path());
-        let child = pty.slave.spawn_command(command).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = pty.master.take_writer().unwrap();
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            nonzero(ROWS),
-            nonzero(COLS),
-            0,
-        )));
-        let parser = screen.clone();
-        std::thread::spawn(move || {
-            // Keeps the master alive as long as output flows.
-            let _master = pty.master;
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                parser.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Self {
-            screen,
-            writer,
-            child,
-            dir,
-            home,
-        }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    /// Waits until the screen shows `text`.
-    fn wait_for(&self, text: &str) {
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            if self.contents().contains(text) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "screen never showed {text:?}; it shows:\n{}",
-            self.contents()
-        );
-    }
-
-    fn send(&mut self, bytes: &str) {
-        self.writer.write_all(bytes.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    /// Types `text` and waits until the editor shows it, so the next key lands after it.
-    fn type_text(&mut self, text: &str) {
-        self.send(text);
-        self.wait_for(text);
-    }
-
-    fn flag(&self) -> std::path::PathBuf {
-        self.dir.path().join("flag")
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
 
 /// A bash call that holds until the test creates the flag file.
 fn waiting_tool(flag: &std::path::Path) -> Reply {
@@ -144,18 +31,6 @@ fn last_content(body: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
-}
-
-fn nonzero(n: u16) -> std::num::NonZeroU16 {
-    std::num::NonZeroU16::new(n).expect("terminal sizes are not zero")
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -398,3 +398,53 @@ async fn rewind_code_conversation_or_both_and_the_tree_it_leaves() {
         .unwrap();
     assert_eq!(response["data"]["messages"], 12, "{response}");
 }
+
+// Without git on the PATH, checkpoints are off with a message saying so, and the agent
+// works on: the command runs, and undo says why there is nothing to undo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_git_checkpoints_are_off_with_a_notice_not_a_crash() {
+    let env = Env::new();
+    // Every program of the system but git.
+    let bin = tempfile::tempdir().unwrap();
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with("git") {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(entry.path(), bin.path().join(&name));
+        }
+    }
+    let server = serve(vec![bash("echo made > made.txt"), Reply::text("Made.")]).await;
+    let path = bin.path().to_path_buf();
+    let mut rpc = Rpc::start_with(&env, &server, |command| {
+        command
+            .env("PATH", &path)
+            .stderr(std::process::Stdio::piped());
+    });
+    prompt(&mut rpc, 1, "make it");
+    assert_eq!(read(env.work.path(), "made.txt").unwrap(), b"made\n");
+    assert!(
+        !rpc.seen.iter().any(|v| v["type"] == "checkpoint_taken"),
+        "{:#?}",
+        rpc.seen
+    );
+    let undo = ok(rpc.call(2, json!({"type": "undo"})));
+    assert_eq!(undo["restore"]["status"], "nothing");
+    assert!(
+        undo["restore"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("git not found"),
+        "{undo}"
+    );
+    // Said at the start (RPC mode writes its notes to stderr).
+    let mut stderr = rpc.child.stderr.take().unwrap();
+    rpc.finish();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
+    assert!(
+        said.contains("Checkpoints are off: git not found"),
+        "{said}"
+    );
+}

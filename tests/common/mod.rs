@@ -2,6 +2,7 @@
 //! test, the binary's command line with no provider key inherited, a mock server.
 #![allow(dead_code)]
 
+pub mod pty;
 pub mod rpc;
 
 use std::io::Write;

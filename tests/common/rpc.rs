@@ -21,6 +21,15 @@ pub struct Rpc {
 impl Rpc {
     /// The agent in RPC mode with two models on the mock server, `mock/a` first.
     pub fn start(env: &Env, server: &MockServer) -> Self {
+        Self::start_with(env, server, |_| {})
+    }
+
+    /// [`Rpc::start`], with more said to the command first (an environment variable, say).
+    pub fn start_with(
+        env: &Env,
+        server: &MockServer,
+        adjust: impl FnOnce(&mut std::process::Command),
+    ) -> Self {
         std::fs::write(
             env.home.path().join("config.toml"),
             format!(
@@ -29,13 +38,13 @@ impl Rpc {
             ),
         )
         .unwrap();
-        let mut child = env
-            .command(None, &["--mode", "rpc", "--model", "mock/a"])
+        let mut command = env.command(None, &["--mode", "rpc", "--model", "mock/a"]);
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        adjust(&mut command);
+        let mut child = command.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, out) = std::sync::mpsc::channel();

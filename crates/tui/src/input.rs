@@ -27,6 +27,17 @@ impl InputState {
     pub fn quit_hint(&self) -> bool {
         self.ctrl_c_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW)
     }
+
+    /// What a second key would do, while it would: shown in the live row.
+    pub fn hint(&self) -> Option<&'static str> {
+        if self.quit_hint() {
+            Some("Press Ctrl+C again to quit")
+        } else if self.esc_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW) {
+            Some("Press Esc again to rewind")
+        } else {
+            None
+        }
+    }
 }
 
 /// Ctrl+C, the key that asks to stop.

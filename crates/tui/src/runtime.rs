@@ -97,7 +97,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         }
         let wake = if app.dirty {
             Some(last_frame + FRAME)
-        } else if app.running || input.quit_hint() {
+        } else if app.running || input.hint().is_some() {
             Some(Instant::now() + SPINNER_TICK)
         } else {
             None

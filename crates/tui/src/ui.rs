@@ -17,7 +17,7 @@ const MAX_QUEUE_ROWS: usize = 4;
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
     let queue_rows = app.queue.len().min(MAX_QUEUE_ROWS) as u16;
-    let live_rows = u16::from(app.running || input.quit_hint());
+    let live_rows = u16::from(app.running || input.hint().is_some());
     let question = app.approvals.first().map(|request| {
         crate::cells::approval::question_lines(
             request,
@@ -125,8 +125,8 @@ fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
     if area.height == 0 {
         return;
     }
-    let line = if input.quit_hint() && app.editor.is_empty() {
-        Line::styled("Press Ctrl+C again to quit", Style::new().fg(Color::Yellow))
+    let line = if let Some(hint) = input.hint().filter(|_| app.editor.is_empty()) {
+        Line::styled(hint, Style::new().fg(Color::Yellow))
     } else if let Some(started) = app.run_started {
         let elapsed = started.elapsed();
         let frame_index = (elapsed.as_millis() / 80) as usize % SPINNER.len();
