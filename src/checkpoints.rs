@@ -68,6 +68,20 @@ impl Checkpoints {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Takes the session's first snapshot in the background: on a large repository it reads
+    /// every file once (seconds), which the first tool batch then does not wait for.
+    pub fn warm_up(self: &Arc<Self>) {
+        if self.inner().off.is_some() {
+            return;
+        }
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Ok(store) = this.store() {
+                let _ = store.snapshot().map_err(|e| this.failed(e));
+            }
+        });
+    }
+
     /// Follows the agent's events (in order) for as long as it runs.
     pub fn follow(self: &Arc<Self>, agent: &Agent) {
         let mut events = agent.subscribe();
@@ -134,28 +148,29 @@ impl Checkpoints {
         }
     }
 
-    /// The store for the current session, opened on first use (blocking).
+    /// The store for the current session, opened on first use (blocking). Opened outside the
+    /// lock: the event follower takes the same lock on the async runtime.
     fn store(&self) -> Result<Arc<Store>, String> {
-        let mut inner = self.inner();
-        if let Some(reason) = &inner.off {
-            return Err(reason.clone());
-        }
-        if let Some(store) = &inner.store {
-            return Ok(store.clone());
-        }
-        match Store::open(&self.home, &self.workspace, &inner.session) {
+        let session = {
+            let inner = self.inner();
+            if let Some(reason) = &inner.off {
+                return Err(reason.clone());
+            }
+            if let Some(store) = &inner.store {
+                return Ok(store.clone());
+            }
+            inner.session.clone()
+        };
+        match Store::open(&self.home, &self.workspace, &session) {
             Ok(store) => {
-                let store = Arc::new(store);
-                inner.store = Some(store.clone());
-                Ok(store)
-            }
-            Err(err) => {
-                let message = err.to_string();
-                if err.is_unavailable() {
-                    inner.off = Some(message.clone());
+                let mut inner = self.inner();
+                // The session may have switched meanwhile: keep what matches.
+                if inner.session != session {
+                    return Err("the session changed; try again".into());
                 }
-                Err(message)
+                Ok(inner.store.get_or_insert_with(|| Arc::new(store)).clone())
             }
+            Err(err) => Err(self.failed(err)),
         }
     }
 

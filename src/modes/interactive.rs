@@ -16,6 +16,7 @@ use crate::setup::Setup;
 
 pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
     crate::checkpoints::prune_in_background(&setup.sessions.home);
+    setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
         cwd: setup.cwd.clone(),
         model: setup.model.id.clone(),
