@@ -245,35 +245,17 @@ impl Checkpoints {
 
     /// `/undo`: takes back the newest step not undone.
     pub async fn undo(self: &Arc<Self>, agent: &Agent, on: OnConflict) -> RestoreOutcome {
-        let steps: Vec<TimedCheckpoint> = self
-            .inner()
-            .timeline
-            .next_undo()
-            .into_iter()
-            .cloned()
-            .collect();
-        if steps.is_empty() {
-            return nothing(
-                self,
-                "nothing to undo: the agent changed no files on this branch",
-            );
-        }
-        self.restore(agent, RestoreKind::Undo, steps, on).await
+        let steps = self.pick(Timeline::next_undo);
+        let empty = "nothing to undo: the agent changed no files on this branch";
+        self.restore_steps(agent, RestoreKind::Undo, steps, on, empty)
+            .await
     }
 
     /// `/redo`: re-applies the step undone last.
     pub async fn redo(self: &Arc<Self>, agent: &Agent, on: OnConflict) -> RestoreOutcome {
-        let steps: Vec<TimedCheckpoint> = self
-            .inner()
-            .timeline
-            .next_redo()
-            .into_iter()
-            .cloned()
-            .collect();
-        if steps.is_empty() {
-            return nothing(self, "nothing to redo");
-        }
-        self.restore(agent, RestoreKind::Redo, steps, on).await
+        let steps = self.pick(Timeline::next_redo);
+        self.restore_steps(agent, RestoreKind::Redo, steps, on, "nothing to redo")
+            .await
     }
 
     /// The code part of a rewind to just before history index `index`: every change the
@@ -284,20 +266,29 @@ impl Checkpoints {
         index: usize,
         on: OnConflict,
     ) -> RestoreOutcome {
-        let steps: Vec<TimedCheckpoint> = self
-            .inner()
-            .timeline
-            .since(index)
-            .into_iter()
-            .cloned()
-            .collect();
+        let steps = self.pick(|t| t.since(index));
+        let empty = "no files to restore: the agent changed none after that";
+        self.restore_steps(agent, RestoreKind::Rewind, steps, on, empty)
+            .await
+    }
+
+    /// The checkpoints `pick` chooses from the timeline, copied out of the lock.
+    fn pick(&self, pick: impl FnOnce(&Timeline) -> Vec<&TimedCheckpoint>) -> Vec<TimedCheckpoint> {
+        pick(&self.inner().timeline).into_iter().cloned().collect()
+    }
+
+    async fn restore_steps(
+        self: &Arc<Self>,
+        agent: &Agent,
+        kind: RestoreKind,
+        steps: Vec<TimedCheckpoint>,
+        on: OnConflict,
+        empty: &str,
+    ) -> RestoreOutcome {
         if steps.is_empty() {
-            return nothing(
-                self,
-                "no files to restore: the agent changed none after that",
-            );
+            return nothing(self, empty);
         }
-        self.restore(agent, RestoreKind::Rewind, steps, on).await
+        self.restore(agent, kind, steps, on).await
     }
 
     /// The code part of a `/tree` jump: the files the agent changed on either branch, as
