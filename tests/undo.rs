@@ -448,3 +448,35 @@ async fn without_git_checkpoints_are_off_with_a_notice_not_a_crash() {
         "{said}"
     );
 }
+
+// /fork: the conversation goes on in a new session file that starts as a copy of the branch,
+// checkpoints included (undo works in the fork); the original file is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_goes_on_in_a_copy_and_can_still_undo() {
+    let env = Env::new();
+    let work = env.work.path();
+    let server = serve(vec![bash("echo one > one.txt"), Reply::text("ONE")]).await;
+    let mut rpc = Rpc::start(&env, &server);
+    prompt(&mut rpc, 1, "first");
+    let state = ok(rpc.call(2, json!({"type": "get_state"})));
+    let original = state["session"]["path"].as_str().unwrap().to_string();
+    let before = std::fs::read(&original).unwrap();
+    let forked = ok(rpc.call(3, json!({"type": "fork"})));
+    let copy = forked["session"]["path"].as_str().unwrap().to_string();
+    assert_ne!(copy, original);
+    let reset = rpc.event("history_reset");
+    assert_eq!(reset["messages"].as_array().unwrap().len(), 4, "{reset}");
+    assert_eq!(message_count(&mut rpc, 4), 4);
+    let undone = ok(rpc.call(5, json!({"type": "undo"})));
+    assert_eq!(undone["restore"]["status"], "restored", "{undone}");
+    assert!(read(work, "one.txt").is_none());
+    rpc.finish();
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        before,
+        "the original is untouched"
+    );
+    let copied = std::fs::read_to_string(&copy).unwrap();
+    assert!(copied.contains("\"type\":\"checkpoint\""), "{copied}");
+    assert!(copied.contains("\"type\":\"restore\""), "{copied}");
+}
