@@ -1,7 +1,7 @@
 //! The binary end to end against mock-llm: print, json and rpc modes, piped stdin, sessions,
 //! config errors and a missing key. Every run points CODING_AGENT_HOME at a temporary dir.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 mod common;
 
+use common::rpc::Rpc;
 use common::*;
 
 #[tokio::test]
@@ -130,75 +131,37 @@ async fn rpc_mode_takes_commands_steers_and_aborts() {
             .with_fault(mock_llm::Fault::Stall { after: 3 }),
     ])
     .await;
-    let mut child = env
-        .command(Some(&server), &["--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(serde_json::from_str(&line).unwrap());
-        }
-    });
-    // Owns stdin: dropping it is the end of input.
-    let mut send = move |value: Value| {
-        writeln!(stdin, "{value}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let wait_for = |want: &dyn Fn(&Value) -> bool| -> Value {
-        loop {
-            let value = rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("rpc output");
-            if want(&value) {
-                return value;
-            }
-        }
-    };
-    send(json!({"id": 1, "type": "prompt", "message": "start"}));
-    assert_eq!(wait_for(&|v| v["id"] == 1)["success"], true);
-    wait_for(&|v| v["type"] == "tool_execution_start");
-    send(json!({"id": 2, "type": "steer", "message": "use tabs"}));
-    assert_eq!(wait_for(&|v| v["id"] == 2)["success"], true);
+    let mut rpc = Rpc::spawn(env.command(Some(&server), &["--mode", "rpc"]));
+    assert_eq!(
+        rpc.call(1, json!({"type": "prompt", "message": "start"}))["success"],
+        true
+    );
+    rpc.event("tool_execution_start");
+    assert_eq!(
+        rpc.call(2, json!({"type": "steer", "message": "use tabs"}))["success"],
+        true
+    );
     std::fs::write(&flag, "").unwrap();
-    wait_for(&|v| v["type"] == "agent_end");
-    send(json!({"id": 3, "type": "get_state"}));
-    let state = wait_for(&|v| v["id"] == 3);
+    rpc.event("agent_end");
+    let state = rpc.call(3, json!({"type": "get_state"}));
     assert_eq!(state["data"]["busy"], false);
     assert_eq!(state["data"]["model"], "custom/mock-model");
 
-    send(json!({"id": 4, "type": "prompt", "message": "explain"}));
-    wait_for(&|v| v["type"] == "message_update" && v["event"]["type"] == "text_delta");
-    send(json!({"id": 5, "type": "abort"}));
-    let end = wait_for(&|v| v["type"] == "agent_end");
+    rpc.send(json!({"id": 4, "type": "prompt", "message": "explain"}));
+    rpc.wait_for("a text delta", |v| {
+        v["type"] == "message_update" && v["event"]["type"] == "text_delta"
+    });
+    rpc.send(json!({"id": 5, "type": "abort"}));
+    let end = rpc.event("agent_end");
     let last = end["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["stop_reason"], "aborted");
-    send(json!({"id": 6, "type": "frobnicate"}));
-    let bad = wait_for(&|v| v["id"] == 6);
+    let bad = rpc.call(6, json!({"type": "frobnicate"}));
     assert_eq!(bad["success"], false);
     assert_eq!(bad["error"], "unknown command `frobnicate`");
-    send(json!({"id": 7, "type": "get_messages"}));
-    let messages = wait_for(&|v| v["id"] == 7);
+    let messages = rpc.call(7, json!({"type": "get_messages"}));
     // start, call, result, steer, answer; explain, the aborted answer.
     assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 7);
-    drop(send);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "rpc mode did not end at the end of input"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success());
+    rpc.finish();
 
     let requests = server.requests();
     assert_eq!(

@@ -4,13 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-use std::time::Duration;
-
+use common::rpc::Rpc;
 use common::*;
 use mock_llm::Reply;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A directory outside the temp dirs, which the sandbox lets commands write.
 fn outside() -> tempfile::TempDir {
@@ -183,51 +180,25 @@ async fn an_approval_round_trip_over_rpc() {
         Reply::text("Done."),
     ])
     .await;
-    let mut child = env
-        .command(Some(&server), &["--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(serde_json::from_str(&line).unwrap());
-        }
-    });
-    // Owns stdin: dropping it is the end of input.
-    let mut send = move |value: Value| {
-        writeln!(stdin, "{value}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let wait = |kind: &str| loop {
-        let v = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("rpc output");
-        if v["type"] == kind {
-            return v;
-        }
-    };
-    send(json!({"id": 1, "type": "prompt", "message": "go"}));
-    let asked = wait("approval_requested");
+    let mut rpc = Rpc::spawn(env.command(Some(&server), &["--mode", "rpc"]));
+    rpc.send(json!({"id": 1, "type": "prompt", "message": "go"}));
+    let asked = rpc.event("approval_requested");
     assert_eq!(asked["request"]["reason"], "runs outside the sandbox");
     assert_eq!(asked["request"]["justification"], "test");
-    send(
+    rpc.send(
         json!({"id": 2, "type": "approve", "request_id": asked["request"]["id"], "decision": "approve"}),
     );
-    wait("approval_decided");
-    let asked = wait("approval_requested");
-    send(
+    rpc.event("approval_decided");
+    let asked = rpc.event("approval_requested");
+    rpc.send(
         json!({"id": 3, "type": "approve", "request_id": asked["request"]["id"], "decision": "deny", "reason": "not there"}),
     );
-    let decided = wait("approval_decided");
+    let decided = rpc.event("approval_decided");
     assert_eq!(decided["decision"]["decision"], "deny");
-    wait("agent_end");
-    drop(send);
-    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    rpc.event("agent_end");
+    tokio::task::spawn_blocking(move || rpc.finish())
+        .await
+        .unwrap();
     assert!(yes.exists(), "the approved command ran outside the sandbox");
     assert!(!no.exists());
     assert!(tool_result(&server, 2).contains("denied by the user: not there"));

@@ -460,8 +460,9 @@ async fn a_fork_goes_on_in_a_copy_and_can_still_undo() {
     prompt(&mut rpc, 1, "first");
     let state = ok(rpc.call(2, json!({"type": "get_state"})));
     let original = state["session"]["path"].as_str().unwrap().to_string();
-    let before = std::fs::read(&original).unwrap();
     let forked = ok(rpc.call(3, json!({"type": "fork"})));
+    // The fork wrote everything said so far to the original first; nothing goes there after.
+    let before = std::fs::read(&original).unwrap();
     let copy = forked["session"]["path"].as_str().unwrap().to_string();
     assert_ne!(copy, original);
     let reset = rpc.event("history_reset");

@@ -39,12 +39,18 @@ impl Rpc {
         )
         .unwrap();
         let mut command = env.command(None, &["--mode", "rpc", "--model", "mock/a"]);
-        command
+        command.stderr(Stdio::null());
+        adjust(&mut command);
+        Self::spawn(command)
+    }
+
+    /// Runs `command` (an RPC-mode command line) with its input and output piped here.
+    pub fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        adjust(&mut command);
-        let mut child = command.spawn().unwrap();
+            .spawn()
+            .unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, out) = std::sync::mpsc::channel();
