@@ -3,71 +3,11 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
-use agent_core::{
-    AgentError, AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary,
-    Compactor,
+use agent_core::{AgentError, AgentEvent, AgentMessage, CompactionOutcome};
+use llm::{Message, StopReason};
+use support::{
+    ReplyScript, TestCompactor, assert_balanced, assert_paired, call_reply, harness, text_reply,
 };
-use async_trait::async_trait;
-use llm::{Message, Model, StopReason};
-use support::{ReplyScript, assert_balanced, assert_paired, call_reply, harness, text_reply};
-use tokio_util::sync::CancellationToken;
-
-/// Cuts before the last user message once the history holds `at_least` messages (any
-/// non-threshold reason cuts whenever it can); summarises as told.
-struct TestCompactor {
-    at_least: usize,
-    fail: bool,
-    calls: Mutex<Vec<(usize, Option<String>)>>,
-}
-
-impl TestCompactor {
-    fn new(at_least: usize, fail: bool) -> Arc<Self> {
-        Arc::new(Self {
-            at_least,
-            fail,
-            calls: Mutex::new(Vec::new()),
-        })
-    }
-}
-
-#[async_trait]
-impl Compactor for TestCompactor {
-    fn plan(&self, messages: &[AgentMessage], _: &Model, reason: CompactReason) -> Option<usize> {
-        if reason == CompactReason::Threshold && messages.len() < self.at_least {
-            return None;
-        }
-        messages
-            .iter()
-            .rposition(|m| matches!(m, AgentMessage::User(_)))
-            .filter(|&i| i > 0)
-    }
-
-    async fn summarize(
-        &self,
-        _: &[AgentMessage],
-        keep_from: usize,
-        _: &Model,
-        instructions: Option<&str>,
-        _: CancellationToken,
-    ) -> Result<CompactionSummary, agent_core::CompactionError> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push((keep_from, instructions.map(String::from)));
-        if self.fail {
-            return Err(agent_core::CompactionError::Request(
-                "the provider said no".into(),
-            ));
-        }
-        Ok(CompactionSummary {
-            summary: format!("summary of {keep_from} messages"),
-            tokens_before: 1234,
-            timestamp: 7,
-        })
-    }
-}
 
 fn first_user_text(messages: &[Message]) -> String {
     match &messages[0] {

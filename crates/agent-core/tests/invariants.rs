@@ -14,15 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary, Compactor,
-    Concurrency, Hooks, QueueMode, ToolOutput,
+    AgentEvent, AgentMessage, CompactionOutcome, Concurrency, Hooks, QueueMode, ToolOutput,
 };
 use async_trait::async_trait;
-use llm::{Message, Model, StopReason, ToolCall};
+use llm::{Message, StopReason, ToolCall};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use support::*;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
 enum Item {
@@ -227,38 +225,6 @@ impl Hooks for Guard {
     }
 }
 
-/// Summarises everything before the last user message once the history is long enough.
-struct Shortener(usize);
-
-#[async_trait]
-impl Compactor for Shortener {
-    fn plan(&self, messages: &[AgentMessage], _: &Model, reason: CompactReason) -> Option<usize> {
-        if reason == CompactReason::Threshold && messages.len() < self.0 {
-            return None;
-        }
-        messages
-            .iter()
-            .rposition(|m| matches!(m, AgentMessage::User(_)))
-            .filter(|&i| i > 0)
-    }
-
-    async fn summarize(
-        &self,
-        _: &[AgentMessage],
-        keep_from: usize,
-        _: &Model,
-        _: Option<&str>,
-        _: CancellationToken,
-    ) -> Result<CompactionSummary, agent_core::CompactionError> {
-        tokio::task::yield_now().await;
-        Ok(CompactionSummary {
-            summary: format!("{keep_from} messages"),
-            tokens_before: 1,
-            timestamp: 0,
-        })
-    }
-}
-
 /// Tool calls are answered before anything else happens: no user message (or anything else)
 /// between a call and its result, and no result without a call.
 fn assert_strictly_paired<'a>(messages: impl Iterator<Item = (&'a str, Vec<String>)>) {
@@ -370,7 +336,7 @@ async fn check(plan: Plan) {
             c.hooks = Arc::new(Guard);
         }
         if let Some(at) = compact_at {
-            c.compactor = Some(Arc::new(Shortener(at)));
+            c.compactor = Some(TestCompactor::new(at, false));
         }
     });
     let mut h = builder.spawn();

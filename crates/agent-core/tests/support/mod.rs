@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_core::{
-    Agent, AgentConfig, AgentEvent, AgentMessage, Concurrency, Tool, ToolContext, ToolError,
-    ToolOutput,
+    Agent, AgentConfig, AgentEvent, AgentMessage, CompactReason, CompactionSummary, Compactor,
+    Concurrency, Tool, ToolContext, ToolError, ToolOutput,
 };
 use async_trait::async_trait;
 use llm::{
@@ -729,4 +729,61 @@ pub fn assert_queue_life(events: &[AgentEvent], still_queued: &[u64]) {
 
 pub fn text_of(message: &AgentMessage) -> String {
     message.preview()
+}
+
+/// Cuts before the last user message once the history holds `at_least` messages (any
+/// non-threshold reason cuts whenever it can); summarises as told.
+pub struct TestCompactor {
+    at_least: usize,
+    fail: bool,
+    pub calls: Mutex<Vec<(usize, Option<String>)>>,
+}
+
+impl TestCompactor {
+    pub fn new(at_least: usize, fail: bool) -> Arc<Self> {
+        Arc::new(Self {
+            at_least,
+            fail,
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl Compactor for TestCompactor {
+    fn plan(&self, messages: &[AgentMessage], _: &Model, reason: CompactReason) -> Option<usize> {
+        if reason == CompactReason::Threshold && messages.len() < self.at_least {
+            return None;
+        }
+        messages
+            .iter()
+            .rposition(|m| matches!(m, AgentMessage::User(_)))
+            .filter(|&i| i > 0)
+    }
+
+    async fn summarize(
+        &self,
+        _: &[AgentMessage],
+        keep_from: usize,
+        _: &Model,
+        instructions: Option<&str>,
+        _: CancellationToken,
+    ) -> Result<CompactionSummary, agent_core::CompactionError> {
+        // A summary takes a moment: an abort or a steer can come during it.
+        tokio::task::yield_now().await;
+        self.calls
+            .lock()
+            .unwrap()
+            .push((keep_from, instructions.map(String::from)));
+        if self.fail {
+            return Err(agent_core::CompactionError::Request(
+                "the provider said no".into(),
+            ));
+        }
+        Ok(CompactionSummary {
+            summary: format!("summary of {keep_from} messages"),
+            tokens_before: 1234,
+            timestamp: 7,
+        })
+    }
 }
