@@ -111,6 +111,24 @@ fn main() {
     );
     drop(loaded);
 
+    // The `--resume` list reads the whole file too (message count, branch count).
+    let started = Instant::now();
+    let listed = session::list_sessions(&home, Path::new("/bench"));
+    println!(
+        "list (the --resume picker) with the big session: {:.2?}, {} message(s), {} branch(es)",
+        started.elapsed(),
+        listed[0].message_count,
+        listed[0].branches
+    );
+    let started = Instant::now();
+    let tree = session::load_tree(writer.path()).expect("tree");
+    println!(
+        "tree (/tree): {:.2?} for {} nodes",
+        started.elapsed(),
+        tree.nodes.len()
+    );
+    drop(tree);
+
     // Appending to the big file: one message per sample, as the recorder does on message_end.
     let mut times: Vec<Duration> = (0..2_000)
         .map(|k| {
