@@ -11,7 +11,21 @@ use serde_json::json;
 
 /// A directory outside the temp dirs, which the sandbox lets commands write.
 fn outside() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    // Not under the target directory: a checkout under /tmp would put it in a temp dir, where
+    // commands may write. /var/tmp is none of the sandbox's writable places.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let policy = sandbox::Policy::new(
+        sandbox::SandboxMode::WorkspaceWrite,
+        std::path::Path::new("/nonexistent-workspace"),
+        &[],
+        None,
+    );
+    assert!(
+        !policy.write_allowed(dir.path()),
+        "{} must be outside every place commands may write",
+        dir.path().display()
+    );
+    dir
 }
 
 /// The text of the tool result the model got in request `n` (its last message).
