@@ -75,6 +75,10 @@ pub struct Cli {
     /// it is not trusted (headless modes never ask).
     #[arg(long)]
     pub trust: bool,
+    /// Full screen on the alternate screen, scrolled in the app, instead of inline in the
+    /// terminal's scrollback (config: `screen = "alternate"`).
+    #[arg(long)]
+    pub alt_screen: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Subcommand)]

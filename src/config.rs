@@ -30,9 +30,18 @@ pub struct Config {
     pub checkpoints: CheckpointsConfig,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// Where the TUI draws: `inline` (the default) or `alternate`.
+    pub screen: Option<ScreenConfig>,
     /// What loading had to say (settings it ignored), for the user to see once.
     #[serde(skip)]
     pub notices: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScreenConfig {
+    Inline,
+    Alternate,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -215,6 +224,7 @@ impl Config {
         let bash = &mut self.tools.bash;
         bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
+        self.screen = other.screen.or(self.screen);
         // `[sandbox]` and `approval` come from the home config only (see `load`).
     }
 

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Mode, Subcommand};
-use crate::config::Config;
+use crate::config::{Config, ScreenConfig};
 use crate::modes::headless::Output;
 use crate::setup::Fail;
 use session::RepoFiles;
@@ -98,7 +98,13 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                         .into(),
                 ));
             }
-            modes::interactive::run(setup, cli.prompt.clone()).await
+            let alternate = cli.alt_screen || config.screen == Some(ScreenConfig::Alternate);
+            let screen = if alternate {
+                tui::Screen::Alternate
+            } else {
+                tui::Screen::Inline
+            };
+            modes::interactive::run(setup, cli.prompt.clone(), screen).await
         }
     })
 }

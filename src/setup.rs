@@ -28,8 +28,10 @@ pub struct Setup {
     pub thinking: ThinkingLevel,
     pub cwd: PathBuf,
     pub registry: Registry,
-    /// History the agent started with (a resumed session).
+    /// The last turns of the history the agent started with (a resumed session), for the UI,
+    /// and how many messages come before them.
     pub history: Vec<AgentMessage>,
+    pub history_earlier: usize,
     /// The session being recorded, and switching it.
     pub sessions: Arc<Sessions>,
     /// Runs `!cmd` commands, like the model's bash but outside the conversation.
@@ -94,7 +96,7 @@ pub fn build(
     resumed: Option<Resumed>,
     repo: session::RepoFiles,
 ) -> Result<Setup, Fail> {
-    let (resumed, resumed_writer) = match resumed {
+    let (mut resumed, resumed_writer) = match resumed {
         Some(Resumed { loaded, writer }) => (Some(loaded), writer),
         None => (None, None),
     };
@@ -180,11 +182,15 @@ pub fn build(
                 .unwrap_or(defaults.keep_recent_tokens),
         },
     }));
-    let history = resumed
-        .as_ref()
-        .map(|s| s.messages.clone())
+    // One copy of a resumed history, the agent's: the UI gets its last turns only.
+    let messages = resumed
+        .as_mut()
+        .map(|s| std::mem::take(&mut s.messages))
         .unwrap_or_default();
-    agent_config.messages = history.clone();
+    let shown = tui::app::tail_start(&messages);
+    let history = messages[shown..].to_vec();
+    let history_earlier = shown;
+    agent_config.messages = messages;
 
     let writer = match (cli.no_session, resumed_writer) {
         (true, _) => None,
@@ -246,6 +252,7 @@ pub fn build(
         cwd,
         registry,
         history,
+        history_earlier,
         sessions,
         shell,
         notices,

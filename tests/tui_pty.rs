@@ -57,9 +57,18 @@ fn a_prompt_streams_and_renders_markdown() {
 
 #[test]
 fn enter_during_a_tool_call_steers_the_next_request() {
+    enter_during_a_tool_call_steers_the_next_request_in(&[]);
+}
+
+#[test]
+fn enter_during_a_tool_call_steers_the_next_request_on_the_alternate_screen() {
+    enter_during_a_tool_call_steers_the_next_request_in(&["--alt-screen"]);
+}
+
+fn enter_during_a_tool_call_steers_the_next_request_in(screen: &[&str]) {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start(&server);
+    let mut session = Session::start_with(&server, screen, |_| {});
     server.push(waiting_tool(&session.flag()));
     server.push(Reply::text("Steered."));
     session.wait_for("Type a message");
@@ -81,9 +90,18 @@ fn enter_during_a_tool_call_steers_the_next_request() {
 
 #[test]
 fn alt_enter_queues_a_follow_up_until_the_run_ends() {
+    alt_enter_queues_a_follow_up_until_the_run_ends_in(&[]);
+}
+
+#[test]
+fn alt_enter_queues_a_follow_up_until_the_run_ends_on_the_alternate_screen() {
+    alt_enter_queues_a_follow_up_until_the_run_ends_in(&["--alt-screen"]);
+}
+
+fn alt_enter_queues_a_follow_up_until_the_run_ends_in(screen: &[&str]) {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start(&server);
+    let mut session = Session::start_with(&server, screen, |_| {});
     server.push(waiting_tool(&session.flag()));
     server.push(Reply::text("First task done."));
     server.push(Reply::text("Follow-up done."));
@@ -111,9 +129,18 @@ fn alt_enter_queues_a_follow_up_until_the_run_ends() {
 
 #[test]
 fn esc_kills_a_running_command_within_a_second() {
+    esc_kills_a_running_command_within_a_second_in(&[]);
+}
+
+#[test]
+fn esc_kills_a_running_command_within_a_second_on_the_alternate_screen() {
+    esc_kills_a_running_command_within_a_second_in(&["--alt-screen"]);
+}
+
+fn esc_kills_a_running_command_within_a_second_in(screen: &[&str]) {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start(&server);
+    let mut session = Session::start_with(&server, screen, |_| {});
     let pid_file = session.dir.path().join("pid");
     let command = format!("echo $$ > {}; sleep 30", pid_file.display());
     server.push(Reply::tool_call("bash", json!({"command": command})));
@@ -145,14 +172,14 @@ fn esc_kills_a_running_command_within_a_second() {
 }
 
 #[test]
-fn exit_restores_the_terminal_and_says_how_to_resume() {
+fn exit_from_the_alternate_screen_restores_the_terminal_and_says_how_to_resume() {
     let rt = runtime();
     let server = rt
         .block_on(MockServer::start(Script {
             replies: vec![Reply::text("Hello there.")],
         }))
         .unwrap();
-    let mut session = Session::start(&server);
+    let mut session = Session::start_with(&server, &["--alt-screen"], |_| {});
     session.wait_for("Type a message");
     assert!(
         session.screen.lock().unwrap().screen().alternate_screen(),
@@ -224,9 +251,18 @@ fn session_files(home: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back() {
+    esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(&[]);
+}
+
+#[test]
+fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_on_the_alternate_screen() {
+    esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(&["--alt-screen"]);
+}
+
+fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(screen: &[&str]) {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start(&server);
+    let mut session = Session::start_with(&server, screen, |_| {});
     server.push(waiting_tool(&session.flag()));
     server.push(Reply::text("Steered answer."));
     session.wait_for("Type a message");

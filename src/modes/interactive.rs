@@ -14,7 +14,7 @@ use tui::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, Tr
 use crate::sessions::Sessions;
 use crate::setup::Setup;
 
-pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
+pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen) -> ExitCode {
     crate::checkpoints::prune_in_background(&setup.sessions.home);
     setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
@@ -23,10 +23,12 @@ pub async fn run(setup: Setup, first_prompt: Option<String>) -> ExitCode {
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),
+        history_earlier: setup.history_earlier,
         notices: setup.notices.clone(),
         tool_views: setup.tool_views.clone(),
         sandbox: setup.safety.summary.label.clone(),
         first_prompt,
+        screen,
     };
     let host = Arc::new(TuiHost {
         safety: safety_status(&setup),

@@ -2,6 +2,7 @@
 //! server, type, and read the screen.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,8 +13,17 @@ const ROWS: u16 = 30;
 const COLS: u16 = 100;
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// Lines the emulated terminal keeps above the screen.
+const SCROLLBACK: usize = 20_000;
+
 pub struct Session {
     pub screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the program wrote, in order.
+    pub raw: Arc<Mutex<Vec<u8>>>,
+    /// The screen is between the begin and the end of a synchronized update (a frame drawn
+    /// halfway), as a terminal that knows DEC mode 2026 would not show it.
+    mid_frame: Arc<AtomicBool>,
+    master: Box<dyn portable_pty::MasterPty + Send>,
     pub writer: Box<dyn Write + Send>,
     pub child: Box<dyn portable_pty::Child + Send + Sync>,
     pub dir: tempfile::TempDir,
@@ -32,13 +42,33 @@ impl Session {
         args: &[&str],
         prepare: impl FnOnce(&std::path::Path),
     ) -> Self {
+        Self::start_sized(server, args, (ROWS, COLS), prepare)
+    }
+
+    /// In a terminal of `rows` × `cols`.
+    pub fn start_sized(
+        server: &MockServer,
+        args: &[&str],
+        (rows, cols): (u16, u16),
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         prepare(dir.path());
         let home = tempfile::tempdir().unwrap();
+        Self::start_in(server, args, (rows, cols), (dir, home))
+    }
+
+    /// In the work directory and home given (those of an earlier session, say).
+    pub fn start_in(
+        server: &MockServer,
+        args: &[&str],
+        (rows, cols): (u16, u16),
+        (dir, home): (tempfile::TempDir, tempfile::TempDir),
+    ) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
+                rows,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
@@ -55,24 +85,38 @@ impl Session {
         let mut reader = pty.master.try_clone_reader().unwrap();
         let writer = pty.master.take_writer().unwrap();
         let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            nonzero(ROWS),
-            nonzero(COLS),
-            0,
+            nonzero(rows),
+            nonzero(cols),
+            SCROLLBACK,
         )));
-        let parser = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let mid_frame = Arc::new(AtomicBool::new(false));
+        let (parser, log, mid) = (screen.clone(), raw.clone(), mid_frame.clone());
         std::thread::spawn(move || {
-            // Keeps the master alive as long as output flows.
-            let _master = pty.master;
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                parser.lock().unwrap().process(&buf[..n]);
+                let mut log = log.lock().unwrap();
+                // The last bytes before this read: a sequence may be split between reads.
+                let from = log.len().saturating_sub(SYNC_BEGIN.len());
+                log.extend_from_slice(&buf[..n]);
+                let mut parser = parser.lock().unwrap();
+                parser.process(&buf[..n]);
+                let recent = &log[from..];
+                let begin = last_index(recent, SYNC_BEGIN);
+                let end = last_index(recent, SYNC_END);
+                if begin.is_some() || end.is_some() {
+                    mid.store(begin > end, Ordering::SeqCst);
+                }
             }
         });
         Self {
             screen,
+            raw,
+            mid_frame,
+            master: pty.master,
             writer,
             child,
             dir,
@@ -80,8 +124,71 @@ impl Session {
         }
     }
 
+    /// The terminal between frames.
+    fn settled(&self) -> std::sync::MutexGuard<'_, vt100::Parser> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let parser = self.screen.lock().unwrap();
+            if !self.mid_frame.load(Ordering::SeqCst) || Instant::now() > deadline {
+                return parser;
+            }
+            drop(parser);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// What the screen shows between frames.
     pub fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
+        self.settled().screen().contents()
+    }
+
+    /// Every row the terminal holds, scrollback first, then the screen (trailing blanks
+    /// trimmed).
+    pub fn history(&self) -> Vec<String> {
+        let mut parser = self.settled();
+        let (rows, cols) = parser.screen().size();
+        let cols = cols.get();
+        let kept = parser.screen().scrollback_len();
+        let mut lines = Vec::new();
+        // Each offset shows one more row of the scrollback at the top of the view.
+        for offset in (1..=kept).rev() {
+            parser.screen_mut().set_scrollback(offset);
+            let top = parser.screen().rows(0, cols).next().unwrap_or_default();
+            lines.push(top.trim_end().to_string());
+        }
+        parser.screen_mut().set_scrollback(0);
+        lines.extend(
+            parser
+                .screen()
+                .rows(0, cols)
+                .take(usize::from(rows.get()))
+                .map(|r| r.trim_end().to_string()),
+        );
+        lines
+    }
+
+    /// Whether the program wrote `sequence` at any time.
+    pub fn wrote(&self, sequence: &str) -> bool {
+        let raw = self.raw.lock().unwrap();
+        raw.windows(sequence.len())
+            .any(|w| w == sequence.as_bytes())
+    }
+
+    /// Resizes the terminal, as a user dragging the window does (the program gets SIGWINCH).
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(nonzero(rows), nonzero(cols));
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
     }
 
     /// Waits until the screen shows `text`.
@@ -122,6 +229,15 @@ impl Session {
         self.wait_for(text);
     }
 
+    /// Ends the program and hands its work directory and home on.
+    pub fn into_dirs(mut self) -> (tempfile::TempDir, tempfile::TempDir) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let home = std::mem::replace(&mut self.home, tempfile::tempdir().unwrap());
+        (dir, home)
+    }
+
     pub fn flag(&self) -> std::path::PathBuf {
         self.dir.path().join("flag")
     }
@@ -131,6 +247,13 @@ impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
+}
+
+const SYNC_BEGIN: &[u8] = b"\x1b[?2026h";
+const SYNC_END: &[u8] = b"\x1b[?2026l";
+
+fn last_index(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
 }
 
 fn nonzero(n: u16) -> std::num::NonZeroU16 {

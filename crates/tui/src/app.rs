@@ -62,11 +62,20 @@ pub enum Action {
     Label(String),
     /// Copy the current branch into a new session (`/fork`).
     Fork,
+    /// Print the whole conversation again at today's width (`/redraw`).
+    Redraw,
+    /// Open the full-screen transcript (Ctrl+O in inline mode).
+    Overlay,
     Quit,
 }
 
 pub struct App {
     pub cells: Vec<Cell>,
+    /// Inline mode: cells printed into the scrollback whole, and rows printed of the next.
+    pub printed: usize,
+    pub printed_rows: usize,
+    /// Inline mode (Ctrl+O opens the transcript instead of expanding tool output in place).
+    pub inline: bool,
     /// Content-block index of the streaming assistant message → its cell.
     blocks: HashMap<usize, usize>,
     /// Tool call id → its cell.
@@ -109,6 +118,9 @@ impl App {
     pub fn new(status: Status) -> Self {
         Self {
             cells: Vec::new(),
+            printed: 0,
+            printed_rows: 0,
+            inline: false,
             blocks: HashMap::new(),
             tools: HashMap::new(),
             calls: HashMap::new(),
@@ -148,8 +160,26 @@ impl App {
         self.cells.len() - 1
     }
 
-    /// Adds a resumed or initial history without events.
+    /// Adds a resumed or initial history without events: its last turns only (cells for a
+    /// long session's every message would cost seconds and hundreds of megabytes before the
+    /// first frame); `/redraw` shows it all.
     pub fn load_history(&mut self, messages: &[AgentMessage]) {
+        let start = tail_start(messages);
+        self.note_earlier(start);
+        self.load_all(&messages[start..]);
+    }
+
+    /// Says that `count` messages before the shown ones are not shown.
+    pub fn note_earlier(&mut self, count: usize) {
+        if count > 0 {
+            self.push_cell(CellKind::Notice(format!(
+                "{count} earlier messages are not shown (/redraw shows the whole conversation)."
+            )));
+        }
+    }
+
+    /// Adds every message of `messages` (`/redraw`).
+    pub fn load_all(&mut self, messages: &[AgentMessage]) {
         for message in messages {
             self.message_end(message);
         }
@@ -406,6 +436,9 @@ impl App {
                     }
                 }
                 self.drop_unfinished_calls(assistant);
+                for &cell in self.blocks.values() {
+                    self.cells[cell].finish();
+                }
                 self.blocks.clear();
                 self.status.add_usage(&assistant.usage);
                 match assistant.stop_reason {
@@ -521,6 +554,9 @@ impl App {
     /// Empties the transcript (the conversation itself is the agent's business).
     pub fn clear_transcript(&mut self) {
         self.cells.clear();
+        // Inline mode: what is in the scrollback stays; the new cells print after it.
+        self.printed = 0;
+        self.printed_rows = 0;
         self.blocks.clear();
         self.tools.clear();
         self.calls.clear();
@@ -587,6 +623,29 @@ fn some_paths<T: std::fmt::Display>(paths: &[T]) -> String {
         text.push_str("nothing");
     }
     text
+}
+
+/// Most messages a resumed history shows at first, and how many user turns back it reaches.
+const TAIL_MESSAGES: usize = 200;
+const TAIL_TURNS: usize = 5;
+
+/// Where the shown tail of `messages` starts: the last few user turns, at most
+/// [`TAIL_MESSAGES`] messages.
+pub fn tail_start(messages: &[AgentMessage]) -> usize {
+    let floor = messages.len().saturating_sub(TAIL_MESSAGES);
+    let mut turns = 0;
+    for (i, message) in messages.iter().enumerate().rev() {
+        if i < floor {
+            return floor;
+        }
+        if matches!(message, AgentMessage::User(_)) {
+            turns += 1;
+            if turns == TAIL_TURNS {
+                return i;
+            }
+        }
+    }
+    0
 }
 
 fn new_text_cell() -> CellKind {

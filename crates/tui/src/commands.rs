@@ -16,7 +16,7 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 18] = [
+pub static COMMANDS: [SlashCommand; 19] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
@@ -136,6 +136,22 @@ pub static COMMANDS: [SlashCommand; 18] = [
         run: |_, _| vec![Action::Choose(ChoiceKind::Rule)],
     },
     SlashCommand {
+        name: "/redraw",
+        aliases: &[],
+        args: "",
+        help: "print the whole conversation again at the terminal's width",
+        run: |app, _| {
+            if app.running {
+                app.push_cell(CellKind::Notice(
+                    "The agent is working: /redraw once it is done (Esc stops it).".into(),
+                ));
+                Vec::new()
+            } else {
+                vec![Action::Redraw]
+            }
+        },
+    },
+    SlashCommand {
         name: "/copy",
         aliases: &[],
         args: "",
@@ -198,7 +214,7 @@ fn help() -> String {
     let mut text = String::from(
         "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt (idle, twice: rewind) · \
          Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
-         PgUp/PgDn/Home/End scroll · Ctrl+O expand tool output · Ctrl+T show/hide thinking · \
+         PgUp/PgDn/Home/End scroll (alternate screen) · Ctrl+O transcript (alternate screen: expand tool output) · Ctrl+T show/hide thinking · \
          Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",
     );
     for command in &COMMANDS {

@@ -1,4 +1,5 @@
-//! Syntax highlighting of fenced code blocks with syntect.
+//! Syntax highlighting of fenced code blocks with syntect, a line at a time: the parser's state
+//! carries from one line to the next, so a streaming block highlights each line once.
 
 use std::sync::OnceLock;
 
@@ -7,7 +8,6 @@ use ratatui::text::{Line, Span};
 use syntect::easy::HighlightLines;
 use syntect::highlighting::{FontStyle, Theme, ThemeSet};
 use syntect::parsing::SyntaxSet;
-use syntect::util::LinesWithEndings;
 
 struct Assets {
     syntaxes: SyntaxSet,
@@ -30,21 +30,39 @@ fn assets() -> &'static Assets {
     })
 }
 
-/// The code as highlighted lines, or `None` when the language is unknown.
-pub fn highlight(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
-    let lang = lang.split([',', ' ']).next().unwrap_or_default().trim();
-    if lang.is_empty() {
-        return None;
+/// Highlights the lines of one code block in order.
+pub struct Highlighter {
+    lines: HighlightLines<'static>,
+}
+
+impl Highlighter {
+    /// `None` when the language is unknown (or not given).
+    pub fn new(lang: &str) -> Option<Self> {
+        let lang = lang.split([',', ' ']).next().unwrap_or_default().trim();
+        if lang.is_empty() {
+            return None;
+        }
+        let assets = assets();
+        let syntax = assets
+            .syntaxes
+            .find_syntax_by_token(lang)
+            .or_else(|| assets.syntaxes.find_syntax_by_extension(lang))?;
+        Some(Self {
+            lines: HighlightLines::new(syntax, &assets.theme),
+        })
     }
-    let assets = assets();
-    let syntax = assets
-        .syntaxes
-        .find_syntax_by_token(lang)
-        .or_else(|| assets.syntaxes.find_syntax_by_extension(lang))?;
-    let mut highlighter = HighlightLines::new(syntax, &assets.theme);
-    let mut lines = Vec::new();
-    for line in LinesWithEndings::from(code) {
-        let ranges = highlighter.highlight_line(line, &assets.syntaxes).ok()?;
+
+    /// The next line of the block (with or without its newline); `None` if syntect fails.
+    pub fn line(&mut self, line: &str) -> Option<Line<'static>> {
+        // The syntaxes are loaded for newline-terminated input.
+        let owned;
+        let line = if line.ends_with('\n') {
+            line
+        } else {
+            owned = format!("{line}\n");
+            &owned
+        };
+        let ranges = self.lines.highlight_line(line, &assets().syntaxes).ok()?;
         let spans: Vec<Span<'static>> = ranges
             .into_iter()
             .map(|(style, text)| {
@@ -53,9 +71,17 @@ pub fn highlight(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
             })
             .filter(|s| !s.content.is_empty())
             .collect();
-        lines.push(Line::from(spans));
+        Some(Line::from(spans))
     }
-    Some(lines)
+}
+
+/// The code as highlighted lines, or `None` when the language is unknown.
+#[cfg(test)]
+pub fn highlight(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
+    let mut highlighter = Highlighter::new(lang)?;
+    syntect::util::LinesWithEndings::from(code)
+        .map(|line| highlighter.line(line))
+        .collect()
 }
 
 fn convert(style: syntect::highlighting::Style) -> Style {
@@ -81,5 +107,15 @@ mod tests {
         assert!(lines[0].spans.len() > 1, "several colours: {:?}", lines[0]);
         assert!(highlight("x", "no-such-language").is_none());
         assert!(highlight("x", "").is_none());
+    }
+
+    #[test]
+    fn line_by_line_equals_the_whole_block() {
+        // A block comment spans lines: only a carried state gets the second line right.
+        let code = "/* one\n two */\nfn x() {}\n";
+        let whole = highlight(code, "rust").unwrap();
+        let mut h = Highlighter::new("rust").unwrap();
+        let each: Vec<Line<'static>> = code.lines().map(|l| h.line(l).unwrap()).collect();
+        assert_eq!(whole, each);
     }
 }

@@ -73,6 +73,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
         KeyCode::Char('d') if ctrl && app.editor.is_empty() => vec![Action::Quit],
+        // Finished cells are in the scrollback in inline mode: the transcript is where tool
+        // output shows whole.
+        KeyCode::Char('o') if ctrl && app.inline => vec![Action::Overlay],
         KeyCode::Char('o') if ctrl => {
             app.expand_tools = !app.expand_tools;
             Vec::new()

@@ -10,6 +10,7 @@ pub mod editor;
 mod highlight;
 mod history;
 mod host;
+mod inline;
 pub mod input;
 mod markdown;
 pub mod popup;
@@ -21,3 +22,4 @@ mod wrap;
 
 pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use runtime::{Options, run};
+pub use terminal::Screen;

@@ -5,7 +5,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
-use crate::highlight::highlight;
+use crate::highlight::Highlighter;
 use crate::wrap::wrap;
 
 const CODE: Style = Style::new().fg(Color::Cyan);
@@ -31,6 +31,26 @@ pub fn render(text: &str, width: u16) -> Vec<Line<'static>> {
         r.lines.pop();
     }
     r.lines
+}
+
+/// The line above a fenced block naming its language (none for a bare fence).
+pub fn code_header(lang: &str) -> Option<Line<'static>> {
+    (!lang.is_empty()).then(|| Line::styled(format!("  {lang}"), DIM))
+}
+
+/// One line of a code block, highlighted when its language is known (plain otherwise).
+pub fn code_body(highlighter: Option<&mut Highlighter>, line: &str) -> Line<'static> {
+    highlighter
+        .and_then(|h| h.line(line))
+        .unwrap_or_else(|| Line::styled(line.to_string(), CODE))
+}
+
+/// A code line indented and wrapped to `width`. Blocks render line by line this way whether
+/// whole or streaming, so both agree.
+pub fn code_wrap(body: &Line<'static>, width: usize) -> Vec<Line<'static>> {
+    let mut spans = vec![Span::styled("  ", DIM)];
+    spans.extend(body.spans.iter().cloned());
+    wrap(&Line::from(spans), width.max(8), 2)
 }
 
 #[derive(Default)]
@@ -285,18 +305,11 @@ impl Renderer {
     }
 
     fn code_block(&mut self, lang: &str, code: &str) {
-        let body = highlight(code, lang).unwrap_or_else(|| {
-            code.lines()
-                .map(|l| Line::styled(l.to_string(), CODE))
-                .collect()
-        });
-        if !lang.is_empty() {
-            self.lines.push(Line::styled(format!("  {lang}"), DIM));
-        }
-        for line in body {
-            let mut spans = vec![Span::styled("  ", DIM)];
-            spans.extend(line.spans);
-            self.lines.extend(wrap(&Line::from(spans), self.width, 2));
+        let mut highlighter = Highlighter::new(lang);
+        self.lines.extend(code_header(lang));
+        for line in code.lines() {
+            let body = code_body(highlighter.as_mut(), line);
+            self.lines.extend(code_wrap(&body, self.width));
         }
         self.blank();
     }

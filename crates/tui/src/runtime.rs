@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_core::{Agent, AgentError, AgentMessage, OnConflict};
-use crossterm::event::{Event, EventStream};
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use futures_util::StreamExt;
 use llm::{ThinkingLevel, ToolResultMessage};
 use tokio::sync::mpsc;
@@ -18,9 +18,11 @@ use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
 use crate::history::{self, HistoryChoices, HistoryUi, Next, Restoring};
 use crate::host::Host;
+use crate::inline::Inline;
 use crate::input::{self, InputState};
 use crate::popup::Popup;
 use crate::status::Status;
+use crate::terminal::Screen;
 use crate::{terminal, ui};
 
 const FRAME: Duration = Duration::from_millis(16);
@@ -34,8 +36,9 @@ pub struct Options {
     pub model: String,
     pub thinking: Option<ThinkingLevel>,
     pub context_window: u64,
-    /// History to show (a resumed session).
+    /// History to show (the end of a resumed session), and how many messages come before it.
     pub history: Vec<AgentMessage>,
+    pub history_earlier: usize,
     /// Shown once, after the history (settings the config loader ignored, say).
     pub notices: Vec<String>,
     /// How each of the agent's tools wants its calls shown.
@@ -44,6 +47,38 @@ pub struct Options {
     pub sandbox: String,
     /// Sent once the UI listens, so its run is shown (and Esc can stop it) from the start.
     pub first_prompt: Option<String>,
+    /// Inline (the default) or the alternate screen.
+    pub screen: Screen,
+}
+
+/// Where frames go.
+enum Display {
+    Inline(Inline),
+    Full(terminal::Term),
+}
+
+impl Display {
+    fn draw(&mut self, app: &mut App, input: &mut InputState) -> std::io::Result<()> {
+        match self {
+            Display::Inline(inline) => inline.frame(app, input),
+            Display::Full(term) => term.draw(|f| ui::draw(f, app, input)).map(|_| ()),
+        }
+    }
+
+    fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
+        match self {
+            Display::Inline(inline) => inline.resize(app, width, height),
+            // Ratatui notices on the next draw.
+            Display::Full(_) => Ok(()),
+        }
+    }
+
+    fn overlay(&mut self) -> Option<&mut Inline> {
+        match self {
+            Display::Inline(inline) if inline.overlay_open() => Some(inline),
+            _ => None,
+        }
+    }
 }
 
 /// Results of background work, back on the UI loop.
@@ -54,12 +89,18 @@ enum Ui {
     ShellOutput(String, String),
     ShellDone(ToolResultMessage),
     Notice(String),
+    /// The whole conversation, for `/redraw`.
+    Redraw(Vec<AgentMessage>),
     History(HistoryUi),
 }
 
 /// Runs the interactive UI until the user quits or SIGTERM arrives.
 pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io::Result<()> {
-    let (mut term, _guard) = terminal::enter()?;
+    let _guard = terminal::enter(options.screen)?;
+    let mut display = match options.screen {
+        Screen::Inline => Display::Inline(Inline::new()?),
+        Screen::Alternate => Display::Full(terminal::fullscreen()?),
+    };
     let status = Status::new(
         &options.model,
         options.thinking,
@@ -67,8 +108,10 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         options.context_window,
     );
     let mut app = App::new(status);
+    app.inline = options.screen == Screen::Inline;
     app.tool_views = options.tool_views.clone();
     app.status.sandbox = options.sandbox.clone();
+    app.note_earlier(options.history_earlier);
     app.load_history(&options.history);
     for notice in &options.notices {
         app.push_cell(CellKind::Notice(notice.clone()));
@@ -91,7 +134,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
 
     loop {
         if app.dirty && last_frame.elapsed() >= FRAME {
-            term.draw(|frame| ui::draw(frame, &mut app, &mut input))?;
+            display.draw(&mut app, &mut input)?;
             app.dirty = false;
             last_frame = Instant::now();
         }
@@ -105,10 +148,22 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         let mut actions = Vec::new();
         tokio::select! {
             event = terminal_events.next() => match event {
-                Some(Ok(Event::Key(key))) => actions = input::on_key(&mut app, &mut input, key),
+                Some(Ok(Event::Key(key))) => match display.overlay() {
+                    Some(inline) => {
+                        if overlay_key(&mut app, &input, key) {
+                            app.scroll = 0;
+                            inline.close_overlay()?;
+                        }
+                        app.dirty = true;
+                    }
+                    None => actions = input::on_key(&mut app, &mut input, key),
+                },
                 Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
                 Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
-                Some(Ok(Event::Resize(..))) => app.dirty = true,
+                Some(Ok(Event::Resize(width, height))) => {
+                    display.resize(&mut app, width, height)?;
+                    app.dirty = true;
+                }
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => break,
             },
@@ -126,6 +181,14 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             _ = sigint.recv() => break,
         }
         for action in actions {
+            if action == Action::Overlay {
+                if let Display::Inline(inline) = &mut display {
+                    app.scroll = 0;
+                    inline.open_overlay()?;
+                    app.dirty = true;
+                }
+                continue;
+            }
             let ctx = Ctx {
                 agent: &agent,
                 host: &host,
@@ -136,6 +199,10 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         if app.should_quit {
             break;
         }
+    }
+    if let Display::Inline(inline) = &mut display {
+        // The last frame: what finished is printed, the live region goes.
+        display_final(inline, &mut app, &mut input)?;
     }
     // Let the run close (tool results paired, session written) before the terminal is back;
     // asked again (Ctrl+C, a signal), leave at once.
@@ -160,6 +227,41 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         } => {}
     }
     Ok(())
+}
+
+/// Prints what finished and removes the live region, leaving the cursor under the
+/// conversation.
+fn display_final(
+    inline: &mut Inline,
+    app: &mut App,
+    input: &mut InputState,
+) -> std::io::Result<()> {
+    app.editor.set_text("");
+    input.popup = None;
+    inline.frame(app, input)?;
+    inline.finish()
+}
+
+/// A key while the transcript overlay is open: scrolls it, or says it closes it (Esc, q,
+/// Ctrl+O, Ctrl+C); others are ignored.
+fn overlay_key(app: &mut App, input: &InputState, key: KeyEvent) -> bool {
+    if key.kind == KeyEventKind::Release {
+        return false;
+    }
+    let page = input.page.max(1);
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Up => app.scroll = app.scroll.saturating_add(1),
+        KeyCode::Down => app.scroll = app.scroll.saturating_sub(1),
+        KeyCode::PageUp => app.scroll = app.scroll.saturating_add(page),
+        KeyCode::PageDown => app.scroll = app.scroll.saturating_sub(page),
+        KeyCode::Home => app.scroll = usize::MAX / 2,
+        KeyCode::End => app.scroll = 0,
+        KeyCode::Esc | KeyCode::Char('q') => return true,
+        KeyCode::Char('o' | 'c') if ctrl => return true,
+        _ => {}
+    }
+    false
 }
 
 async fn sleep_until(at: Option<Instant>) {
@@ -199,6 +301,14 @@ fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: 
         }
         Ui::Notice(text) => {
             app.push_cell(CellKind::Notice(text));
+        }
+        Ui::Redraw(messages) => {
+            app.clear_transcript();
+            app.load_all(&messages);
+            app.push_cell(CellKind::Notice(format!(
+                "The whole conversation ({} messages), printed again at this width.",
+                messages.len()
+            )));
         }
         Ui::History(message) => {
             if let Some((kind, items, selected)) =
@@ -475,6 +585,18 @@ fn perform(
             text.push_str(&ctx.host.session_status());
             app.push_cell(CellKind::Notice(text));
         }
+        Action::Redraw => {
+            let (agent, tx) = (agent.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let message = match agent.snapshot().await {
+                    Ok(snapshot) => Ui::Redraw(snapshot.messages),
+                    Err(err) => Ui::Notice(format!("Cannot redraw: {err}")),
+                };
+                let _ = tx.send(message);
+            });
+        }
+        // Handled by the loop, which owns the screen.
+        Action::Overlay => {}
         Action::Quit => app.should_quit = true,
     }
 }

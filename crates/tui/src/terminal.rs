@@ -2,6 +2,7 @@
 //! an error, a panic.
 
 use std::io::{Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -40,37 +41,63 @@ fn panics() -> std::sync::MutexGuard<'static, Vec<String>> {
     PANICS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub fn enter() -> std::io::Result<(Term, Guard)> {
+/// Where the UI draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Screen {
+    /// In the terminal's normal screen: finished output goes into its scrollback, only the live
+    /// region at the bottom is redrawn; the terminal's own scrolling, search and selection work.
+    #[default]
+    Inline,
+    /// Full screen on the alternate screen, scrolled in the app (with the mouse wheel).
+    Alternate,
+}
+
+/// Whether the alternate screen and mouse capture are on, so `restore` undoes exactly that.
+static ALTERNATE: AtomicBool = AtomicBool::new(false);
+
+pub fn enter(screen: Screen) -> std::io::Result<Guard> {
     let hook = hold_panics();
     enable_raw_mode()?;
     let guard = Guard { _hook: hook };
     let mut stdout = std::io::stdout();
-    execute!(
-        stdout,
-        EnterAlternateScreen,
-        EnableBracketedPaste,
-        EnableMouseCapture
-    )?;
+    execute!(stdout, EnableBracketedPaste)?;
+    if screen == Screen::Alternate {
+        ALTERNATE.store(true, Ordering::SeqCst);
+        execute!(stdout, EnterAlternateScreen, EnableMouseCapture)?;
+    }
     // Lets Shift+Enter be told apart from Enter; terminals without the protocol ignore it.
     let _ = execute!(
         stdout,
         PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
     );
-    let terminal = Terminal::new(CrosstermBackend::new(stdout))?;
-    Ok((terminal, guard))
+    Ok(guard)
+}
+
+/// A full-screen terminal on the alternate screen (entered by [`enter`]).
+pub fn fullscreen() -> std::io::Result<Term> {
+    Terminal::new(CrosstermBackend::new(std::io::stdout()))
+}
+
+/// Switches to the alternate screen for a full-screen view over the inline UI (the transcript
+/// overlay); the normal screen and its scrollback come back as they were on [`leave_overlay`].
+pub fn enter_overlay() -> std::io::Result<()> {
+    ALTERNATE.store(true, Ordering::SeqCst);
+    execute!(std::io::stdout(), EnterAlternateScreen)
+}
+
+pub fn leave_overlay() -> std::io::Result<()> {
+    ALTERNATE.store(false, Ordering::SeqCst);
+    execute!(std::io::stdout(), LeaveAlternateScreen)
 }
 
 /// Puts the terminal back as it was; safe to call more than once.
 pub fn restore() {
     let mut stdout = std::io::stdout();
-    let _ = execute!(
-        stdout,
-        PopKeyboardEnhancementFlags,
-        DisableMouseCapture,
-        DisableBracketedPaste,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
+    let _ = execute!(stdout, PopKeyboardEnhancementFlags, DisableBracketedPaste);
+    if ALTERNATE.swap(false, Ordering::SeqCst) {
+        let _ = execute!(stdout, DisableMouseCapture, LeaveAlternateScreen);
+    }
+    let _ = execute!(stdout, crossterm::cursor::Show);
     let _ = disable_raw_mode();
     let _ = stdout.flush();
 }

@@ -9,39 +9,124 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 use agent_core::QueueKind;
 
 use crate::app::App;
+use crate::cells::View;
 use crate::input::InputState;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const MAX_QUEUE_ROWS: usize = 4;
 
+/// The rows under the transcript: spinner, question, queue, editor, status line.
+pub struct Bottom {
+    live: u16,
+    question: Option<Vec<Line<'static>>>,
+    question_rows: u16,
+    queue: u16,
+    editor: u16,
+}
+
+impl Bottom {
+    /// Laid out for a screen of `width` × `height`.
+    pub fn new(app: &App, input: &InputState, width: u16, height: u16) -> Self {
+        let question = app.approvals.first().map(|request| {
+            crate::cells::approval::question_lines(request, app.approvals.len(), usize::from(width))
+        });
+        // The question never takes more than half the screen.
+        let question_rows = question
+            .as_ref()
+            .map_or(0, |lines| (lines.len() as u16 + 1).min(height / 2));
+        Self {
+            live: u16::from(app.running || input.hint().is_some()),
+            question,
+            question_rows,
+            queue: app.queue.len().min(MAX_QUEUE_ROWS) as u16,
+            editor: app.editor.height() + 2,
+        }
+    }
+
+    pub fn height(&self) -> u16 {
+        self.live + self.question_rows + self.queue + self.editor + 1
+    }
+
+    /// Rows a popup needs above the editor beyond the ones under the transcript.
+    pub fn popup_room(&self, input: &InputState) -> u16 {
+        let above = self.live + self.question_rows + self.queue;
+        input
+            .popup
+            .as_ref()
+            .map_or(0, |p| popup_height(p).saturating_sub(above))
+    }
+}
+
+/// The whole screen (alternate-screen mode): the transcript scrolled in the app, the rest below.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
-    let queue_rows = app.queue.len().min(MAX_QUEUE_ROWS) as u16;
-    let live_rows = u16::from(app.running || input.hint().is_some());
-    let question = app.approvals.first().map(|request| {
-        crate::cells::approval::question_lines(
-            request,
-            app.approvals.len(),
-            usize::from(area.width),
-        )
-    });
-    // The question never takes more than half the screen.
-    let question_rows = question
-        .as_ref()
-        .map_or(0, |lines| (lines.len() as u16 + 1).min(area.height / 2));
+    let bottom = Bottom::new(app, input, area.width, area.height);
+    let transcript = draw_bottom(frame, app, input, bottom, area);
+    input.page = usize::from(transcript.height);
+    draw_transcript(frame, app, transcript, app.view(transcript.width));
+}
+
+/// The live region of inline mode: what of the transcript is not in the scrollback yet (its
+/// last rows), then the rest. The area was sized for it.
+pub fn draw_live(
+    frame: &mut Frame<'_>,
+    app: &mut App,
+    input: &mut InputState,
+    transcript: Vec<Line<'static>>,
+) {
+    let area = frame.area();
+    let bottom = Bottom::new(app, input, area.width, area.height);
+    let above = draw_bottom(frame, app, input, bottom, area);
+    let skip = transcript.len().saturating_sub(usize::from(above.height));
+    let rows: Vec<Line<'static>> = transcript.into_iter().skip(skip).collect();
+    // Rows left over (room kept for a popup) go above, so the text stays next to the editor.
+    let pad = usize::from(above.height).saturating_sub(rows.len());
+    let mut lines = vec![Line::default(); pad];
+    lines.extend(rows);
+    frame.render_widget(Paragraph::new(lines), above);
+}
+
+/// The full-screen transcript (Ctrl+O in inline mode): everything, tool output whole,
+/// thinking shown.
+pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
+    let area = frame.area();
+    let [transcript, footer] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    input.page = usize::from(transcript.height);
+    let view = View {
+        width: transcript.width,
+        expand_tools: true,
+        show_thinking: true,
+    };
+    draw_transcript(frame, app, transcript, view);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            " transcript · ↑↓ PgUp PgDn Home End scroll · esc, q or ctrl+o returns",
+            Style::new().fg(Color::Black).bg(Color::Cyan),
+        )),
+        footer,
+    );
+}
+
+/// Draws everything under the transcript; returns the area left for it.
+fn draw_bottom(
+    frame: &mut Frame<'_>,
+    app: &mut App,
+    input: &mut InputState,
+    bottom: Bottom,
+    area: Rect,
+) -> Rect {
     let [transcript, live, asking, queue, editor, status] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(live_rows),
-        Constraint::Length(question_rows),
-        Constraint::Length(queue_rows),
-        Constraint::Length(app.editor.height() + 2),
+        Constraint::Min(0),
+        Constraint::Length(bottom.live),
+        Constraint::Length(bottom.question_rows),
+        Constraint::Length(bottom.queue),
+        Constraint::Length(bottom.editor),
         Constraint::Length(1),
     ])
     .areas(area);
-    input.page = usize::from(transcript.height);
-    draw_transcript(frame, app, transcript);
-    draw_live(frame, app, input, live);
-    if let Some(mut lines) = question {
+    draw_live_line(frame, app, input, live);
+    if let Some(mut lines) = bottom.question {
         // Too tall: the middle (the diff) gives way, the keys that answer stay.
         let room = usize::from(asking.height).saturating_sub(1);
         if lines.len() > room && room >= 2 {
@@ -60,43 +145,47 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     if let Some(popup) = &input.popup {
         draw_popup(frame, popup, editor);
     }
+    transcript
 }
 
-fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View) {
     let height = usize::from(area.height);
-    let view = app.view(area.width);
-    // Every cell's height is cached per width; summing them is cheap even for long sessions.
-    let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
-    // Keep the view still when output arrives while scrolled up (not on the first frame:
-    // nothing was on screen to keep still).
-    if app.scroll > 0 && app.transcript_total > 0 && total > app.transcript_total {
-        app.scroll = app.scroll.saturating_add(total - app.transcript_total);
+    // The total height is only needed while scrolled up: following the output, only the
+    // visible cells are laid out.
+    if app.scroll > 0 {
+        let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
+        // Keep the view still when output arrives while scrolled up.
+        if app.transcript_total > 0 && total > app.transcript_total {
+            app.scroll = app.scroll.saturating_add(total - app.transcript_total);
+        }
+        app.transcript_total = total;
+        app.scroll = app.scroll.min(total.saturating_sub(height));
+    } else {
+        app.transcript_total = 0;
     }
-    app.transcript_total = total;
-    app.scroll = app.scroll.min(total.saturating_sub(height));
 
     let mut skip = app.scroll;
     let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
     'cells: for cell in app.cells.iter_mut().rev() {
-        let lines = cell.lines(view);
-        let block = lines.len() + 1;
+        let rows = cell.rows(view);
+        let block = rows.len() + 1;
         if skip >= block {
             skip -= block;
             continue;
         }
         // The blank separator sits below each cell.
-        let mut rows: Vec<Line<'static>> = lines
+        let separator = Line::default();
+        let lines = rows
             .iter()
-            .cloned()
-            .chain(std::iter::once(Line::default()))
-            .collect();
-        rows.truncate(block - skip);
+            .chain(std::iter::once(&separator))
+            .rev()
+            .skip(skip);
         skip = 0;
-        for line in rows.into_iter().rev() {
+        for line in lines {
             if visible.len() == height {
                 break 'cells;
             }
-            visible.push(line);
+            visible.push(line.clone());
         }
     }
     visible.reverse();
@@ -121,7 +210,7 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
     }
 }
 
-fn draw_live(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
+fn draw_live_line(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
     if area.height == 0 {
         return;
     }
@@ -222,11 +311,16 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
 /// Most rows a popup shows; the list scrolls to keep the selection visible.
 const POPUP_ROWS: usize = 10;
 
+/// Rows a popup takes, borders included.
+fn popup_height(popup: &crate::popup::Popup) -> u16 {
+    popup.rows().len().min(POPUP_ROWS) as u16 + 2
+}
+
 fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) {
     let all = popup.rows();
     let first = popup.selected().saturating_sub(POPUP_ROWS - 1);
     let rows: Vec<(String, String)> = all.into_iter().skip(first).take(POPUP_ROWS).collect();
-    let height = (rows.len() as u16 + 2).min(editor.y);
+    let height = (rows.len() as u16 + 2).min(editor.y.saturating_sub(frame.area().y));
     if height < 3 {
         return;
     }

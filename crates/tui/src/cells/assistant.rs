@@ -1,25 +1,63 @@
-//! Assistant text as markdown. While it streams only the open block is re-rendered: text up
-//! to the last blank line outside a code fence is rendered once and kept.
+//! Assistant text as markdown, built as it streams. Text up to the end of the last complete
+//! block is laid out once and kept; a code fence is kept line by line (each line highlighted
+//! once, the highlighter's state carried over); only the open block is rendered again, and only
+//! when the text changed. Nothing here grows with the length of the reply per update.
+
+use std::ops::Range;
 
 use ratatui::text::Line;
 
+use crate::highlight::Highlighter;
 use crate::markdown;
 
 #[derive(Default)]
 pub struct AssistantCell {
     text: String,
-    /// Where scanning for block boundaries resumes, and whether it is inside a fence there.
+    /// Where scanning for block boundaries resumes (complete lines only).
     scanned: usize,
-    in_fence: bool,
-    /// End of the last complete block (after a blank line outside a fence).
-    boundary: usize,
-    /// Lines of `text[..rendered]` at `width`.
-    stable: Option<Stable>,
+    /// Inside a fence that is not laid out line by line (an indented one, in a list).
+    in_nested_fence: bool,
+    /// The finished pieces in order; the last may be a fence still open.
+    segments: Vec<Segment>,
+    /// The open fence (the last segment) and how it ends.
+    fence: Option<OpenFence>,
+    /// End of the text the segments cover.
+    done: usize,
+    layout: Option<Layout>,
+    tail: Option<Tail>,
 }
 
-struct Stable {
+enum Segment {
+    Markdown(Range<usize>),
+    /// A fenced block: its language and its highlighted, unwrapped lines.
+    Code {
+        lang: String,
+        body: Vec<Line<'static>>,
+    },
+}
+
+struct OpenFence {
+    /// The fence characters that close it: at least this many of this character.
+    marker: char,
+    len: usize,
+    highlighter: Option<Highlighter>,
+}
+
+/// The segments' lines at one width.
+struct Layout {
     width: u16,
-    rendered: usize,
+    lines: Vec<Line<'static>>,
+    /// Segments laid out whole; of the next (an open fence), the lines laid out so far and
+    /// whether anything of it is (the blank line before a block comes with its first line).
+    segments: usize,
+    open_lines: usize,
+    started: bool,
+}
+
+/// The open block's lines, for the text as it was.
+struct Tail {
+    width: u16,
+    text_len: usize,
     lines: Vec<Line<'static>>,
 }
 
@@ -36,45 +74,171 @@ impl AssistantCell {
 
     pub fn push(&mut self, delta: &str) {
         self.text.push_str(delta);
-        // Scan complete lines only; the last partial line is looked at again next time.
         while let Some(newline) = self.text[self.scanned..].find('\n') {
-            let line = &self.text[self.scanned..self.scanned + newline];
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-                self.in_fence = !self.in_fence;
-            } else if !self.in_fence && trimmed.is_empty() {
-                self.boundary = self.scanned + newline + 1;
-            }
-            self.scanned += newline + 1;
+            let start = self.scanned;
+            let end = start + newline + 1;
+            self.scanned = end;
+            self.scan_line(start, end);
         }
+    }
+
+    /// One complete line, `text[start..end]` (newline included).
+    fn scan_line(&mut self, start: usize, end: usize) {
+        let owned = self.text[start..end]
+            .trim_end_matches(['\n', '\r'])
+            .to_string();
+        let line = owned.as_str();
+        if let Some(fence) = &mut self.fence {
+            if closes(line, fence.marker, fence.len) {
+                self.fence = None;
+                self.done = end;
+            } else if let Some(Segment::Code { body, .. }) = self.segments.last_mut() {
+                body.push(markdown::code_body(fence.highlighter.as_mut(), line));
+                self.done = end;
+            }
+            return;
+        }
+        let trimmed = line.trim_start();
+        let is_fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
+        if is_fence && !self.in_nested_fence && trimmed.len() == line.len() {
+            // A fence at the margin ends the paragraph or list before it: that text is done.
+            self.finish_markdown(start);
+            let marker = trimmed.chars().next().unwrap_or('`');
+            let len = trimmed.chars().take_while(|&c| c == marker).count();
+            let lang = trimmed[len..].trim().to_string();
+            self.fence = Some(OpenFence {
+                marker,
+                len,
+                highlighter: Highlighter::new(&lang),
+            });
+            self.segments.push(Segment::Code {
+                lang,
+                body: Vec::new(),
+            });
+            self.done = end;
+        } else if is_fence {
+            self.in_nested_fence = !self.in_nested_fence;
+        } else if !self.in_nested_fence && trimmed.is_empty() {
+            self.finish_markdown(end);
+        }
+    }
+
+    /// The markdown from `done` to `end` is complete blocks.
+    fn finish_markdown(&mut self, end: usize) {
+        if !self.text[self.done..end].trim().is_empty() {
+            self.segments.push(Segment::Markdown(self.done..end));
+        }
+        self.done = end;
     }
 
     /// Replaces the text (the final message may differ from the deltas).
     pub fn set(&mut self, text: &str) {
-        if text != self.text {
-            *self = Self::new(text);
+        if text == self.text {
+            return;
+        }
+        match text.strip_prefix(self.text.as_str()) {
+            Some(rest) => self.push(rest),
+            None => *self = Self::new(text),
         }
     }
 
-    pub fn lines(&mut self, width: u16) -> Vec<Line<'static>> {
-        let stable = match &mut self.stable {
-            Some(stable) if stable.width == width => stable,
-            _ => self.stable.insert(Stable {
+    /// The lines at `width`: those that will not change, then those of the open block.
+    pub fn rows(&mut self, width: u16) -> (&[Line<'static>], &[Line<'static>]) {
+        self.lay_out(width);
+        let stale =
+            !matches!(&self.tail, Some(t) if t.width == width && t.text_len == self.text.len());
+        if stale {
+            self.tail = Some(Tail {
                 width,
-                rendered: 0,
+                text_len: self.text.len(),
+                lines: self.render_open(width),
+            });
+        }
+        let stable = self.layout.as_ref().map_or(&[][..], |l| l.lines.as_slice());
+        let open = self.tail.as_ref().map_or(&[][..], |t| t.lines.as_slice());
+        (stable, open)
+    }
+
+    /// Lays out what is finished and not laid out yet (everything again at a new width).
+    fn lay_out(&mut self, width: u16) {
+        let layout = match &mut self.layout {
+            Some(layout) if layout.width == width => layout,
+            _ => self.layout.insert(Layout {
+                width,
                 lines: Vec::new(),
+                segments: 0,
+                open_lines: 0,
+                started: false,
             }),
         };
-        if self.boundary > stable.rendered {
-            let chunk = markdown::render(&self.text[stable.rendered..self.boundary], width);
-            join(&mut stable.lines, chunk);
-            stable.rendered = self.boundary;
+        let columns = usize::from(width);
+        let whole = self.segments.len() - usize::from(self.fence.is_some());
+        while layout.segments < self.segments.len() {
+            let index = layout.segments;
+            match &self.segments[index] {
+                Segment::Markdown(range) => {
+                    join(
+                        &mut layout.lines,
+                        markdown::render(&self.text[range.clone()], width),
+                    );
+                }
+                Segment::Code { lang, body } => {
+                    let mut add = Vec::new();
+                    if !layout.started {
+                        add.extend(markdown::code_header(lang));
+                    }
+                    for line in &body[layout.open_lines..] {
+                        add.extend(markdown::code_wrap(line, columns));
+                    }
+                    layout.open_lines = body.len();
+                    if !add.is_empty() {
+                        if !layout.started && !layout.lines.is_empty() {
+                            layout.lines.push(Line::default());
+                        }
+                        layout.started = true;
+                        layout.lines.extend(add);
+                    }
+                }
+            }
+            if index < whole {
+                layout.segments += 1;
+                layout.open_lines = 0;
+                layout.started = false;
+            } else {
+                break;
+            }
         }
-        let mut lines = stable.lines.clone();
-        let tail = markdown::render(&self.text[stable.rendered..], width);
-        join(&mut lines, tail);
+    }
+
+    /// The open block: the markdown after the finished segments, or the partial line of an
+    /// open fence.
+    fn render_open(&self, width: u16) -> Vec<Line<'static>> {
+        let rest = &self.text[self.done..];
+        let laid_out = self.layout.as_ref();
+        if self.fence.is_some() {
+            if rest.is_empty() {
+                return Vec::new();
+            }
+            let body = markdown::code_body(None, rest);
+            let mut lines = markdown::code_wrap(&body, usize::from(width));
+            if laid_out.is_some_and(|l| !l.started && !l.lines.is_empty()) {
+                lines.insert(0, Line::default());
+            }
+            return lines;
+        }
+        let mut lines = markdown::render(rest, width);
+        if !lines.is_empty() && laid_out.is_some_and(|l| !l.lines.is_empty()) {
+            lines.insert(0, Line::default());
+        }
         lines
     }
+}
+
+/// Whether `line` closes a fence of at least `len` `marker` characters.
+fn closes(line: &str, marker: char, len: usize) -> bool {
+    let trimmed = line.trim_start();
+    let run = trimmed.chars().take_while(|&c| c == marker).count();
+    line.len() - trimmed.len() < 4 && run >= len && trimmed[run..].trim().is_empty()
 }
 
 /// Appends a block's lines with one blank line between blocks.
@@ -99,23 +263,58 @@ mod tests {
             .collect()
     }
 
+    fn all(cell: &mut AssistantCell, width: u16) -> Vec<Line<'static>> {
+        let (stable, open) = cell.rows(width);
+        stable.iter().chain(open).cloned().collect()
+    }
+
+    const TEXT: &str = "# Plan\n\nFirst a paragraph\nthat wraps.\n```rust\nfn a() {}\n/* x\n\n y */\n```\nafter the fence\n\n- x\n- y\n  ```\n  nested\n\n  ```\n\n~~~~\nplain ``` inside\n~~~~\n| a | b |\n|---|---|\n| 1 | 2 |\n";
+
     #[test]
     fn streaming_renders_the_same_as_all_at_once() {
-        let text = "# Plan\n\nFirst a paragraph\nthat wraps.\n\n```rust\nfn a() {}\n\nfn b() {}\n```\n\n- x\n- y\n";
-        let mut streamed = AssistantCell::default();
-        let mut last = Vec::new();
-        for piece in text.as_bytes().chunks(3) {
-            streamed.push(std::str::from_utf8(piece).unwrap());
-            last = streamed.lines(30);
+        for chunk in [1, 3, 7, 50] {
+            let mut streamed = AssistantCell::default();
+            let mut last = Vec::new();
+            for piece in TEXT.as_bytes().chunks(chunk) {
+                streamed.push(std::str::from_utf8(piece).unwrap());
+                last = all(&mut streamed, 30);
+            }
+            assert_eq!(last, markdown::render(TEXT, 30), "chunks of {chunk}");
         }
-        assert_eq!(plain(&last), plain(&markdown::render(text, 30)));
+    }
+
+    #[test]
+    fn a_new_width_lays_everything_out_again() {
+        let mut cell = AssistantCell::new(TEXT);
+        let _ = cell.rows(30);
+        assert_eq!(all(&mut cell, 50), markdown::render(TEXT, 50));
+    }
+
+    #[test]
+    fn fence_lines_are_kept_as_they_complete() {
+        let mut cell = AssistantCell::new("intro\n```rust\nfn a() {}\nfn b");
+        let (stable, open) = cell.rows(40);
+        assert_eq!(plain(stable), ["intro", "", "  rust", "  fn a() {}"]);
+        assert_eq!(plain(open), ["  fn b"]);
+        cell.push("() {}\n");
+        let (stable, open) = cell.rows(40);
+        assert_eq!(stable.len(), 5);
+        assert!(open.is_empty());
     }
 
     #[test]
     fn blank_lines_inside_fences_are_not_boundaries() {
-        let mut cell = AssistantCell::new("```\na\n\nb\n");
-        assert_eq!(cell.boundary, 0);
-        cell.push("```\n\nafter\n");
-        assert!(cell.boundary > 0);
+        let mut cell = AssistantCell::new("  ```\na\n\nb\n");
+        assert!(cell.segments.is_empty());
+        cell.push("  ```\n\nafter\n");
+        assert_eq!(cell.segments.len(), 1);
+    }
+
+    #[test]
+    fn a_final_text_that_differs_replaces_the_streamed_one() {
+        let mut cell = AssistantCell::new("one\n\ntwo");
+        let _ = cell.rows(20);
+        cell.set("uno\n\ndos");
+        assert_eq!(all(&mut cell, 20), markdown::render("uno\n\ndos", 20));
     }
 }

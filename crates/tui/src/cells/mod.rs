@@ -34,14 +34,53 @@ pub enum CellKind {
 
 pub struct Cell {
     pub kind: CellKind,
+    /// Its content will not change any more: inline mode may print it into the scrollback.
+    /// (A tool cell is done when its result is in.)
+    done: bool,
     version: u64,
     cache: Option<(View, u64, Vec<Line<'static>>)>,
 }
 
+/// A cell's lines: those that will not change, then those that may (an answer's open block).
+#[derive(Default)]
+pub struct Rows<'a> {
+    pub stable: &'a [Line<'static>],
+    pub open: &'a [Line<'static>],
+}
+
+impl<'a> Rows<'a> {
+    pub fn len(&self) -> usize {
+        self.stable.len() + self.open.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a Line<'static>> + 'a {
+        self.stable.iter().chain(self.open.iter())
+    }
+
+    /// Rows `from..` as one list.
+    pub fn from(&self, from: usize) -> impl DoubleEndedIterator<Item = &'a Line<'static>> + 'a {
+        let stable = self.stable.get(from..).unwrap_or_default();
+        let open = self
+            .open
+            .get(from.saturating_sub(self.stable.len())..)
+            .unwrap_or_default();
+        stable.iter().chain(open.iter())
+    }
+}
+
 impl Cell {
     pub fn new(kind: CellKind) -> Self {
+        let done = matches!(
+            kind,
+            CellKind::User(_) | CellKind::Notice(_) | CellKind::Error(_)
+        );
         Self {
             kind,
+            done,
             version: 0,
             cache: None,
         }
@@ -53,22 +92,55 @@ impl Cell {
         &mut self.kind
     }
 
-    pub fn lines(&mut self, view: View) -> &[Line<'static>] {
+    /// Its message ended: nothing will be added.
+    pub fn finish(&mut self) {
+        self.done = true;
+    }
+
+    pub fn is_done(&self) -> bool {
+        match &self.kind {
+            CellKind::Tool(tool) => tool.result.is_some(),
+            _ => self.done,
+        }
+    }
+
+    pub fn rows(&mut self, view: View) -> Rows<'_> {
+        if matches!(self.kind, CellKind::Assistant(_)) {
+            // An answer keeps its own layout: finished blocks once, the open one per change.
+            let CellKind::Assistant(cell) = &mut self.kind else {
+                return Rows::default();
+            };
+            let (stable, open) = cell.rows(view.width);
+            return Rows { stable, open };
+        }
         let fresh =
             matches!(&self.cache, Some((v, version, _)) if *v == view && *version == self.version);
         if !fresh {
             let lines = render(&mut self.kind, view);
             self.cache = Some((view, self.version, lines));
         }
-        self.cache
+        let lines = self
+            .cache
             .as_ref()
-            .map_or(&[], |(_, _, lines)| lines.as_slice())
+            .map_or(&[][..], |(_, _, lines)| lines.as_slice());
+        if self.is_done() {
+            Rows {
+                stable: lines,
+                open: &[],
+            }
+        } else {
+            Rows {
+                stable: &[],
+                open: lines,
+            }
+        }
     }
 
     pub fn height(&mut self, view: View) -> usize {
-        self.lines(view).len()
+        self.rows(view).len()
     }
 }
+
 
 fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
     let width = usize::from(view.width);
@@ -80,7 +152,8 @@ fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
             Style::default(),
             width,
         ),
-        CellKind::Assistant(cell) => cell.lines(view.width),
+        // Laid out by the cell itself (see `Cell::rows`).
+        CellKind::Assistant(_) => Vec::new(),
         CellKind::Thinking(text) if view.show_thinking => {
             let style = Style::new()
                 .fg(Color::DarkGray)

@@ -1,0 +1,286 @@
+//! Inline mode in a real pseudo-terminal (portable-pty + vt100 with a scrollback): the
+//! conversation goes into the terminal's own history, only the live region is redrawn.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::pty::{Session, WAIT, runtime};
+use mock_llm::{MockServer, Reply, Script};
+use serde_json::json;
+
+/// Sequences inline mode never writes: the alternate screen and every mouse-reporting mode.
+const FULL_SCREEN: [&str; 6] = [
+    "\x1b[?1049h",
+    "\x1b[?47h",
+    "\x1b[?1000h",
+    "\x1b[?1002h",
+    "\x1b[?1003h",
+    "\x1b[?1006h",
+];
+
+fn wait_exit(session: &mut Session) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = session.child.try_wait().unwrap() {
+            assert!(status.success());
+            return;
+        }
+        assert!(Instant::now() < deadline, "did not quit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Where each of `wanted` is in `lines`; every one must be there exactly once, in order.
+fn once_in_order(lines: &[String], wanted: &[String]) {
+    let mut last = None;
+    for text in wanted {
+        let at: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.contains(text.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            at.len(),
+            1,
+            "{text:?} should be in the terminal once, found at {at:?}:\n{}",
+            lines.join("\n")
+        );
+        assert!(
+            last < Some(at[0]),
+            "{text:?} is out of order:\n{}",
+            lines.join("\n")
+        );
+        last = Some(at[0]);
+    }
+}
+
+fn paragraphs(count: usize) -> (String, Vec<String>) {
+    let names: Vec<String> = (1..=count).map(|i| format!("Paragraph {i:03}.")).collect();
+    let text = names
+        .iter()
+        .map(|n| format!("{n} Some words follow it.\n\n"))
+        .collect::<String>()
+        + "The end of the answer.\n";
+    (text, names)
+}
+
+#[test]
+fn the_conversation_is_in_the_scrollback_after_exit() {
+    let rt = runtime();
+    let (answer, names) = paragraphs(60);
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text(answer).with_chunk_size(40)],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("tell me a long story");
+    session.send("\r");
+    session.wait_for("The end of the answer.");
+    session.send("\x04");
+    wait_exit(&mut session);
+    session.wait_for("Resume this session with");
+    let history = session.history();
+    let mut wanted = vec!["› tell me a long story".to_string()];
+    wanted.extend(names);
+    wanted.push("The end of the answer.".into());
+    wanted.push("Resume this session with".into());
+    once_in_order(&history, &wanted);
+    for sequence in FULL_SCREEN {
+        assert!(!session.wrote(sequence), "wrote {sequence:?}");
+    }
+    let parser = session.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+    assert!(!parser.screen().hide_cursor(), "cursor visible again");
+}
+
+#[test]
+fn a_long_code_block_streams_with_the_editor_always_on_screen() {
+    let rt = runtime();
+    let lines: Vec<String> = (1..=500)
+        .map(|i| format!("let line_{i:03} = {i};"))
+        .collect();
+    let answer = format!("```rust\n{}\n```\nAfter the code.\n", lines.join("\n"));
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text(answer).with_chunk_size(64).with_delay_ms(1)],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (60, 200), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("show me code");
+    session.send("\r");
+    // While it streams, the status line stays on the last row: the live region never grows
+    // past the screen.
+    let deadline = Instant::now() + WAIT;
+    let mut seen_midway = false;
+    loop {
+        let screen = session.contents();
+        let last = screen.lines().last().unwrap_or_default().to_string();
+        assert!(last.contains("mock-model"), "status line gone:\n{screen}");
+        if screen.contains("let line_250") {
+            seen_midway = true;
+        }
+        if screen.contains("After the code.") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never finished:\n{screen}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(seen_midway || session.history().iter().any(|l| l.contains("line_250")));
+    let history = session.history();
+    let mut wanted: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    wanted.push("After the code.".into());
+    once_in_order(&history, &wanted);
+}
+
+/// Times the program cleared the screen (it does on a resize, never the scrollback).
+fn screen_clears(session: &Session) -> usize {
+    let raw = session.raw.lock().unwrap();
+    raw.windows(4).filter(|w| w == b"\x1b[2J").count()
+}
+
+/// Resizes and waits until the program has laid the screen out again.
+fn resize(session: &mut Session, rows: u16, cols: u16) {
+    let before = screen_clears(session);
+    session.resize(rows, cols);
+    let deadline = Instant::now() + WAIT;
+    while screen_clears(session) == before {
+        assert!(Instant::now() < deadline, "the resize was never handled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    session.wait_for("mock-model");
+}
+
+#[test]
+fn resizing_mid_run_loses_nothing() {
+    let rt = runtime();
+    let (first, mut names) = paragraphs(60);
+    let (second, _) = paragraphs(0);
+    let more: Vec<String> = (61..=120).map(|i| format!("Paragraph {i:03}.")).collect();
+    let second = more
+        .iter()
+        .map(|n| format!("{n} Some words follow it.\n\n"))
+        .collect::<String>()
+        + &second;
+    names.extend(more);
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    let flag = session.flag();
+    let command = format!("while [ ! -e {} ]; do sleep 0.05; done", flag.display());
+    server.push(
+        Reply::text(first.replace("The end of the answer.\n", ""))
+            .with_tool_call("bash", json!({ "command": command })),
+    );
+    server.push(Reply::text(second).with_chunk_size(30));
+    session.wait_for("Type a message");
+    session.type_text("go");
+    session.send("\r");
+    session.wait_for("while [");
+    // Taller and wider, then smaller than at the start, while a command runs.
+    resize(&mut session, 30, 100);
+    resize(&mut session, 20, 60);
+    std::fs::write(&flag, "").unwrap();
+    session.wait_for("The end of the answer.");
+    let history = session.history();
+    for name in &names {
+        assert!(
+            history.iter().any(|l| l.contains(name.as_str())),
+            "{name} is missing:\n{}",
+            history.join("\n")
+        );
+    }
+    let screen = session.contents();
+    assert!(
+        screen
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .contains("mock-model"),
+        "status line at the bottom:\n{screen}"
+    );
+}
+
+#[test]
+fn ctrl_o_opens_the_transcript_and_esc_comes_back() {
+    let rt = runtime();
+    let command = "for i in $(seq 1 40); do echo row$i; done";
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![
+                Reply::tool_call("bash", json!({ "command": command })),
+                Reply::text("Listed them."),
+            ],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("list rows");
+    session.send("\r");
+    session.wait_for("Listed them.");
+    assert!(
+        !session.history().iter().any(|l| l.trim() == "row1"),
+        "tool output is shortened in the scrollback"
+    );
+    session.send("\x0f");
+    session.wait_for("transcript ·");
+    assert!(session.screen.lock().unwrap().screen().alternate_screen());
+    // Home: the top of the conversation, with the whole tool output.
+    session.send("\x1b[H");
+    session.wait_for("⎿ row1 ");
+    session.send("\x1b");
+    session.wait_gone("transcript ·");
+    assert!(!session.screen.lock().unwrap().screen().alternate_screen());
+    session.wait_for("Type a message");
+    let history = session.history();
+    once_in_order(
+        &history,
+        &["› list rows".to_string(), "Listed them.".to_string()],
+    );
+}
+
+#[test]
+fn resuming_a_long_session_prints_its_last_turns() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: (1..=8)
+                .map(|i| Reply::text(format!("Answer number {i}.")))
+                .collect(),
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    for i in 1..=8 {
+        session.type_text(&format!("question {i}"));
+        session.send("\r");
+        session.wait_for(&format!("Answer number {i}."));
+    }
+    session.send("\x04");
+    wait_exit(&mut session);
+    let dirs = session.into_dirs();
+    let mut resumed = Session::start_in(&server, &["--continue"], (24, 80), dirs);
+    resumed.wait_for("Answer number 8.");
+    let history = resumed.history();
+    assert!(
+        history
+            .iter()
+            .any(|l| l.contains("earlier messages are not shown")),
+        "{}",
+        history.join("\n")
+    );
+    // The first turns are not printed again; the last ones are, once.
+    assert!(!history.iter().any(|l| l.contains("question 1")));
+    once_in_order(
+        &history,
+        &["› question 4".to_string(), "Answer number 8.".to_string()],
+    );
+    resumed.type_text("/redraw");
+    resumed.send("\r");
+    resumed.wait_for("printed again at this width");
+    let history = resumed.history();
+    assert!(history.iter().any(|l| l.contains("› question 1")));
+}
