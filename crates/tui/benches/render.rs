@@ -30,7 +30,7 @@ fn main() {
     }
     let mut app = App::new(Status::default());
     let loaded = Instant::now();
-    app.load_history(&history);
+    app.load_all(&history);
     let load = loaded.elapsed();
     let mut input = InputState::default();
     let mut terminal = Terminal::new(TestBackend::new(120, 50)).unwrap();

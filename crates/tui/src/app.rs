@@ -64,6 +64,8 @@ pub enum Action {
     Fork,
     /// Print the whole conversation again at today's width (`/redraw`).
     Redraw,
+    /// An empty screen (`/clear`).
+    ClearScreen,
     /// Open the full-screen transcript (Ctrl+O in inline mode).
     Overlay,
     Quit,
@@ -364,10 +366,8 @@ impl App {
                 }
             }
             StreamEvent::ThinkingDelta { index, delta } => {
-                if let CellKind::Thinking(text) =
-                    self.block(*index, || CellKind::Thinking(String::new()))
-                {
-                    text.push_str(delta);
+                if let CellKind::Thinking(cell) = self.block(*index, new_thinking_cell) {
+                    cell.push(delta);
                 }
             }
             // A tool call shows while its arguments stream: the path of a write, the command
@@ -420,10 +420,8 @@ impl App {
                             }
                         }
                         AssistantContent::Thinking { thinking, .. } => {
-                            if let CellKind::Thinking(t) =
-                                self.block(index, || CellKind::Thinking(String::new()))
-                            {
-                                *t = thinking.clone();
+                            if let CellKind::Thinking(cell) = self.block(index, new_thinking_cell) {
+                                cell.set(thinking);
                             }
                         }
                         AssistantContent::ToolCall(call) => {
@@ -436,7 +434,11 @@ impl App {
                     }
                 }
                 self.drop_unfinished_calls(assistant);
+                // Text and thinking are complete; a tool call is once its result is in.
                 for &cell in self.blocks.values() {
+                    if matches!(self.cells[cell].kind, CellKind::Tool(_)) {
+                        continue;
+                    }
                     self.cells[cell].finish();
                 }
                 self.blocks.clear();
@@ -646,6 +648,10 @@ pub fn tail_start(messages: &[AgentMessage]) -> usize {
         }
     }
     0
+}
+
+fn new_thinking_cell() -> CellKind {
+    CellKind::Thinking(crate::cells::ThinkingCell::default())
 }
 
 fn new_text_cell() -> CellKind {

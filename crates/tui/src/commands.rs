@@ -168,11 +168,8 @@ pub static COMMANDS: [SlashCommand; 19] = [
         name: "/clear",
         aliases: &[],
         args: "",
-        help: "clear the screen (the conversation stays)",
-        run: |app, _| {
-            app.clear_transcript();
-            Vec::new()
-        },
+        help: "clear the screen (the conversation stays; inline, it scrolls up into the terminal's history)",
+        run: |_, _| vec![Action::ClearScreen],
     },
     SlashCommand {
         name: "/quit",

@@ -132,6 +132,15 @@ impl Inline {
         self.print(&rows)
     }
 
+    /// Scrolls everything on the screen up into the scrollback (`/clear`): nothing is erased.
+    pub fn clear_screen(&mut self) -> std::io::Result<()> {
+        self.clear_live()?;
+        let rows = self.content;
+        self.scroll(rows)?;
+        self.content = 0;
+        Ok(())
+    }
+
     pub fn open_overlay(&mut self) -> std::io::Result<()> {
         crate::terminal::enter_overlay()?;
         self.overlay = true;
@@ -316,4 +325,109 @@ fn printed_tail(app: &mut App, view: crate::cells::View, max: usize) -> Vec<Line
     }
     rows.reverse();
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::{AgentEvent, AgentMessage};
+    use llm::{AssistantMessage, StreamEvent, ToolResultMessage, UserContent};
+
+    fn plain(lines: &[Line<'static>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.to_string().trim_end().to_string())
+            .collect()
+    }
+
+    fn delta(app: &mut App, index: usize, text: &str) {
+        app.on_event(&AgentEvent::MessageUpdate {
+            event: StreamEvent::TextDelta {
+                index,
+                delta: text.into(),
+            },
+        });
+    }
+
+    fn result(id: &str) -> AgentEvent {
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.into(),
+            tool_name: "bash".into(),
+            result: ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                content: vec![UserContent::Text {
+                    text: format!("output of {id}"),
+                }],
+                details: None,
+                is_error: false,
+                timestamp: 0,
+            },
+            outcome: agent_core::ToolOutcome::Ok,
+        }
+    }
+
+    #[test]
+    fn only_what_is_final_is_printed_and_in_order() {
+        let mut app = App::new(crate::status::Status::default());
+        let view = app.view(60);
+        app.on_event(&AgentEvent::MessageEnd {
+            message: AgentMessage::user("hi"),
+        });
+        app.on_event(&AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+        });
+        delta(&mut app, 0, "First paragraph.\n\nSecond is stre");
+        assert_eq!(
+            plain(&take_finished(&mut app, view)),
+            ["› hi", "", "First paragraph."]
+        );
+        assert_eq!(
+            plain(&live_rows(&mut app, view, 10)),
+            ["", "Second is stre"]
+        );
+        delta(&mut app, 0, "aming.\n\n");
+        assert_eq!(
+            plain(&take_finished(&mut app, view)),
+            ["", "Second is streaming."]
+        );
+        assert!(take_finished(&mut app, view).is_empty(), "printed once");
+
+        // The answer ends; two tools: the second finishes first, and waits for the first.
+        app.cells[1].finish();
+        assert!(take_finished(&mut app, view).is_empty() || app.printed == 2);
+        for id in ["a", "b"] {
+            app.on_event(&AgentEvent::ToolExecutionStart {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                arguments: serde_json::json!({"command": format!("run {id}")}),
+            });
+        }
+        app.on_event(&result("b"));
+        let cells = app.cells.len();
+        assert!(take_finished(&mut app, view).is_empty(), "b waits for a");
+        assert_eq!(app.printed, cells - 2);
+        assert!(!live_rows(&mut app, view, 20).is_empty());
+        app.on_event(&result("a"));
+        assert!(!take_finished(&mut app, view).is_empty());
+        assert_eq!(app.printed, cells, "both printed once a is done");
+    }
+
+    #[test]
+    fn the_live_rows_are_the_last_ones() {
+        let mut app = App::new(crate::status::Status::default());
+        app.on_event(&AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+        });
+        let table: String = (1..=50).map(|i| format!("| {i} | x |\n")).collect();
+        delta(&mut app, 0, &format!("| n | v |\n|---|---|\n{table}"));
+        let view = app.view(40);
+        assert!(
+            take_finished(&mut app, view).is_empty(),
+            "a table waits for its end"
+        );
+        let rows = plain(&live_rows(&mut app, view, 5));
+        assert_eq!(rows.len(), 5);
+        assert!(rows.iter().any(|l| l.contains("50")), "{rows:?}");
+    }
 }

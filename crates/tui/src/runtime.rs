@@ -181,6 +181,13 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             _ = sigint.recv() => break,
         }
         for action in actions {
+            if action == Action::ClearScreen {
+                app.clear_transcript();
+                if let Display::Inline(inline) = &mut display {
+                    inline.clear_screen()?;
+                }
+                continue;
+            }
             if action == Action::Overlay {
                 if let Display::Inline(inline) = &mut display {
                     app.scroll = 0;
@@ -199,10 +206,6 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         if app.should_quit {
             break;
         }
-    }
-    if let Display::Inline(inline) = &mut display {
-        // The last frame: what finished is printed, the live region goes.
-        display_final(inline, &mut app, &mut input)?;
     }
     // Let the run close (tool results paired, session written) before the terminal is back;
     // asked again (Ctrl+C, a signal), leave at once.
@@ -226,6 +229,14 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             }
         } => {}
     }
+    if let Display::Inline(inline) = &mut display {
+        // The last frame: the run's last events applied, everything printed as it stands,
+        // the live region gone.
+        while let Ok(event) = agent_events.try_recv() {
+            app.on_event(&event);
+        }
+        display_final(inline, &mut app, &mut input)?;
+    }
     Ok(())
 }
 
@@ -238,6 +249,9 @@ fn display_final(
 ) -> std::io::Result<()> {
     app.editor.set_text("");
     input.popup = None;
+    for cell in &mut app.cells {
+        cell.finish();
+    }
     inline.frame(app, input)?;
     inline.finish()
 }
@@ -596,7 +610,7 @@ fn perform(
             });
         }
         // Handled by the loop, which owns the screen.
-        Action::Overlay => {}
+        Action::Overlay | Action::ClearScreen => {}
         Action::Quit => app.should_quit = true,
     }
 }

@@ -3,12 +3,14 @@
 
 pub mod approval;
 mod assistant;
+mod thinking;
 mod tool;
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 pub use assistant::AssistantCell;
+pub use thinking::ThinkingCell;
 pub use tool::ToolCell;
 
 use crate::wrap::wrap;
@@ -26,7 +28,7 @@ pub struct View {
 pub enum CellKind {
     User(String),
     Assistant(AssistantCell),
-    Thinking(String),
+    Thinking(ThinkingCell),
     Tool(ToolCell),
     Notice(String),
     Error(String),
@@ -35,7 +37,7 @@ pub enum CellKind {
 pub struct Cell {
     pub kind: CellKind,
     /// Its content will not change any more: inline mode may print it into the scrollback.
-    /// (A tool cell is done when its result is in.)
+    /// (A tool cell is also done when its result is in.)
     done: bool,
     version: u64,
     cache: Option<(View, u64, Vec<Line<'static>>)>,
@@ -92,25 +94,23 @@ impl Cell {
         &mut self.kind
     }
 
-    /// Its message ended: nothing will be added.
+    /// Nothing will be added (its message ended, or the program does).
     pub fn finish(&mut self) {
         self.done = true;
     }
 
     pub fn is_done(&self) -> bool {
-        match &self.kind {
-            CellKind::Tool(tool) => tool.result.is_some(),
-            _ => self.done,
-        }
+        self.done || matches!(&self.kind, CellKind::Tool(tool) if tool.result.is_some())
     }
 
     pub fn rows(&mut self, view: View) -> Rows<'_> {
-        if matches!(self.kind, CellKind::Assistant(_)) {
-            // An answer keeps its own layout: finished blocks once, the open one per change.
-            let CellKind::Assistant(cell) = &mut self.kind else {
-                return Rows::default();
+        // Streamed text keeps its own layout: what is finished once, the rest per change.
+        if matches!(self.kind, CellKind::Assistant(_) | CellKind::Thinking(_)) {
+            let (stable, open) = match &mut self.kind {
+                CellKind::Assistant(cell) => cell.rows(view.width),
+                CellKind::Thinking(cell) => cell.rows(view),
+                _ => (&[][..], &[][..]),
             };
-            let (stable, open) = cell.rows(view.width);
             return Rows { stable, open };
         }
         let fresh =
@@ -141,7 +141,6 @@ impl Cell {
     }
 }
 
-
 fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
     let width = usize::from(view.width);
     match kind {
@@ -152,23 +151,8 @@ fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
             Style::default(),
             width,
         ),
-        // Laid out by the cell itself (see `Cell::rows`).
-        CellKind::Assistant(_) => Vec::new(),
-        CellKind::Thinking(text) if view.show_thinking => {
-            let style = Style::new()
-                .fg(Color::DarkGray)
-                .add_modifier(Modifier::ITALIC);
-            prefixed(text, "∴ ", style, style, width)
-        }
-        CellKind::Thinking(text) => {
-            let words = text.split_whitespace().count();
-            vec![Line::styled(
-                format!("∴ Thought for {words} words (ctrl+t to show)"),
-                Style::new()
-                    .fg(Color::DarkGray)
-                    .add_modifier(Modifier::ITALIC),
-            )]
-        }
+        // Laid out by the cells themselves (see `Cell::rows`).
+        CellKind::Assistant(_) | CellKind::Thinking(_) => Vec::new(),
         CellKind::Tool(cell) => cell.lines(view),
         CellKind::Notice(text) => prefixed(
             text,
@@ -195,22 +179,41 @@ pub fn prefixed(
     text_style: Style,
     width: usize,
 ) -> Vec<Line<'static>> {
-    let indent = unicode_width::UnicodeWidthStr::width(marker);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let lead = if i == 0 {
-            marker.to_string()
-        } else {
-            " ".repeat(indent)
-        };
-        let line = Line::from(vec![
-            Span::styled(lead, marker_style),
-            Span::styled(line.to_string(), text_style),
-        ]);
-        out.extend(wrap(&line, width, indent));
+        out.extend(prefixed_line(
+            line,
+            i == 0,
+            marker,
+            marker_style,
+            text_style,
+            width,
+        ));
     }
     if out.is_empty() {
         out.push(Line::from(Span::styled(marker.to_string(), marker_style)));
     }
     out
+}
+
+/// One source line of [`prefixed`]: after the marker if it is the first, else under it.
+pub fn prefixed_line(
+    line: &str,
+    first: bool,
+    marker: &str,
+    marker_style: Style,
+    text_style: Style,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let indent = unicode_width::UnicodeWidthStr::width(marker);
+    let lead = if first {
+        marker.to_string()
+    } else {
+        " ".repeat(indent)
+    };
+    let line = Line::from(vec![
+        Span::styled(lead, marker_style),
+        Span::styled(line.to_string(), text_style),
+    ]);
+    wrap(&line, width, indent)
 }

@@ -149,7 +149,7 @@ impl ToolCell {
         };
         if lines.len() > shown {
             out.push(Line::styled(
-                format!("… +{} lines (ctrl+o to expand)", lines.len() - shown),
+                format!("… +{} lines (ctrl+o shows all)", lines.len() - shown),
                 DIM,
             ));
         }
@@ -200,7 +200,7 @@ impl ToolCell {
         out.extend(lines.iter().take(shown).cloned());
         if lines.len() > shown {
             out.push(Line::styled(
-                format!("… +{} lines (ctrl+o to expand)", lines.len() - shown),
+                format!("… +{} lines (ctrl+o shows all)", lines.len() - shown),
                 DIM,
             ));
         }

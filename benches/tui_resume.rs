@@ -1,0 +1,179 @@
+//! `cargo bench --bench tui_resume`: `coding-agent --continue` on a 100 MB session (about
+//! 100,000 messages) in a 120×50 pseudo-terminal, inline and on the alternate screen. Reports
+//! the time from start to the first frame showing the end of the conversation, and peak RSS.
+
+use std::io::Read;
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_core::{AgentEvent, AgentMessage};
+use llm::{
+    Api, AssistantContent, AssistantMessage, Model, ModelCost, StopReason, ThinkingLevel, ToolCall,
+    ToolResultMessage, UserContent,
+};
+use mock_llm::{MockServer, Script};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use session::{Home, SessionWriter};
+
+const TARGET_BYTES: u64 = 100 * 1024 * 1024;
+
+fn main() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (messages, bytes, last) = write_session(home.path(), work.path());
+    println!("session: {messages} messages, {:.0} MB", bytes as f64 / 1e6);
+    for (mode, args) in [
+        ("inline", &[][..]),
+        ("alternate screen", &["--alt-screen"][..]),
+    ] {
+        let (first_frame, rss) = resume(home.path(), work.path(), args, &last);
+        println!(
+            "{mode}: first frame {:.0} ms · peak RSS {rss:.0} MB",
+            first_frame.as_secs_f64() * 1000.0
+        );
+    }
+}
+
+/// A realistic turn: a prompt, an answer with a tool call, a sizeable tool result.
+fn turn(i: usize) -> [AgentMessage; 3] {
+    let id = format!("call_{i}");
+    let mut answer = AssistantMessage::empty("bench", "bench");
+    answer.stop_reason = StopReason::ToolUse;
+    answer.content = vec![
+        AssistantContent::Text {
+            text: format!("Let me read file {i} to check the \"quoted\" part.\n").repeat(4),
+        },
+        AssistantContent::ToolCall(ToolCall::from_raw(
+            id.clone(),
+            "read".into(),
+            &format!(r#"{{"path":"src/module_{i}.rs"}}"#),
+        )),
+    ];
+    let result = ToolResultMessage {
+        tool_call_id: id,
+        tool_name: "read".into(),
+        content: vec![UserContent::Text {
+            text: format!("fn item_{i}() {{\n    println!(\"line\\t{i}\");\n}}\n").repeat(50),
+        }],
+        details: None,
+        is_error: false,
+        timestamp: 0,
+    };
+    [
+        AgentMessage::user(format!("Please look at module {i}")),
+        AgentMessage::Assistant(answer),
+        AgentMessage::ToolResult(result),
+    ]
+}
+
+/// Writes the session for `cwd`; returns its message count, size, and the last prompt.
+fn write_session(home: &Path, cwd: &Path) -> (usize, u64, String) {
+    let model = Model {
+        id: "bench".into(),
+        provider: "bench".into(),
+        api: Api::OpenaiCompletions,
+        base_url: String::new(),
+        context_window: 200_000,
+        max_output: 8_000,
+        reasoning: false,
+        cost: ModelCost::default(),
+    };
+    let home = Home::new(home);
+    let mut writer = SessionWriter::create(&home, cwd, &model, ThinkingLevel::Off);
+    let mut count = 0;
+    let mut i = 0;
+    loop {
+        for message in turn(i) {
+            writer
+                .record(&AgentEvent::MessageEnd { message })
+                .expect("bench write");
+            count += 1;
+        }
+        i += 1;
+        let size = std::fs::metadata(writer.path()).map_or(0, |m| m.len());
+        if size >= TARGET_BYTES {
+            return (count, size, format!("Please look at module {}", i - 1));
+        }
+    }
+}
+
+fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(MockServer::start(Script::default()))
+        .unwrap();
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 50,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+    command.args([
+        "--base-url",
+        &server.url(),
+        "--model",
+        "bench",
+        "--continue",
+    ]);
+    command.args(args);
+    command.cwd(cwd);
+    command.env("TERM", "xterm-256color");
+    command.env("CODING_AGENT_HOME", home);
+    let started = Instant::now();
+    let mut child = pty.slave.spawn_command(command).unwrap();
+    drop(pty.slave);
+    let pid = child.process_id().unwrap();
+    let screen = Arc::new(Mutex::new(vt100::Parser::new(
+        NonZeroU16::new(50).unwrap(),
+        NonZeroU16::new(120).unwrap(),
+        0,
+    )));
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let parser = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16384];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            parser.lock().unwrap().process(&buf[..n]);
+        }
+    });
+    let deadline = started + Duration::from_secs(120);
+    let first_frame = loop {
+        let contents = screen.lock().unwrap().screen().contents();
+        if contents.contains(last) && contents.contains("Type a message") {
+            break started.elapsed();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never showed the resumed session:\n{contents}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    // Let it settle, then read the high-water mark.
+    std::thread::sleep(Duration::from_millis(300));
+    let rss = peak_rss_mb(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    (first_frame, rss)
+}
+
+fn peak_rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
