@@ -96,7 +96,7 @@ impl Inline {
             self.term.resize(area)?;
         }
         self.term
-            .draw(|f| ui::draw_live(f, app, input, transcript))?;
+            .draw(|f| ui::draw_live(f, app, input, bottom, transcript))?;
         // The cursor waits at the top of the live region: a terminal that shrinks drops the
         // rows under the cursor first (the live region, drawn again anyway) and pushes those
         // above it (the conversation) into the scrollback.

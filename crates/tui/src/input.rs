@@ -47,6 +47,20 @@ pub fn is_interrupt(key: &KeyEvent) -> bool {
         && key.modifiers.contains(KeyModifiers::CONTROL)
 }
 
+/// Scrolls the transcript by a page (PgUp/PgDn, one screen less two rows of overlap) or to
+/// its top or bottom (Home/End); false for other keys.
+pub fn scroll(app: &mut App, input: &InputState, code: KeyCode) -> bool {
+    let page = input.page.saturating_sub(2).max(1);
+    match code {
+        KeyCode::PageUp => app.scroll = app.scroll.saturating_add(page),
+        KeyCode::PageDown => app.scroll = app.scroll.saturating_sub(page),
+        KeyCode::Home => app.scroll = usize::MAX,
+        KeyCode::End => app.scroll = 0,
+        _ => return false,
+    }
+    true
+}
+
 pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Action> {
     if key.kind == KeyEventKind::Release {
         return Vec::new();
@@ -158,24 +172,12 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         }
         KeyCode::Up if app.editor.history_up() => Vec::new(),
         KeyCode::Down if app.editor.history_down() => Vec::new(),
-        KeyCode::PageUp => {
-            app.scroll = app
-                .scroll
-                .saturating_add(input.page.saturating_sub(2).max(1));
+        KeyCode::PageUp | KeyCode::PageDown => {
+            scroll(app, input, key.code);
             Vec::new()
         }
-        KeyCode::PageDown => {
-            app.scroll = app
-                .scroll
-                .saturating_sub(input.page.saturating_sub(2).max(1));
-            Vec::new()
-        }
-        KeyCode::Home if app.editor.is_empty() => {
-            app.scroll = usize::MAX;
-            Vec::new()
-        }
-        KeyCode::End if app.editor.is_empty() => {
-            app.scroll = 0;
+        KeyCode::Home | KeyCode::End if app.editor.is_empty() => {
+            scroll(app, input, key.code);
             Vec::new()
         }
         _ => {

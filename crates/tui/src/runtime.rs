@@ -262,18 +262,15 @@ fn overlay_key(app: &mut App, input: &InputState, key: KeyEvent) -> bool {
     if key.kind == KeyEventKind::Release {
         return false;
     }
-    let page = input.page.max(1);
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     match key.code {
         KeyCode::Up => app.scroll = app.scroll.saturating_add(1),
         KeyCode::Down => app.scroll = app.scroll.saturating_sub(1),
-        KeyCode::PageUp => app.scroll = app.scroll.saturating_add(page),
-        KeyCode::PageDown => app.scroll = app.scroll.saturating_sub(page),
-        KeyCode::Home => app.scroll = usize::MAX / 2,
-        KeyCode::End => app.scroll = 0,
         KeyCode::Esc | KeyCode::Char('q') => return true,
         KeyCode::Char('o' | 'c') if ctrl => return true,
-        _ => {}
+        code => {
+            input::scroll(app, input, code);
+        }
     }
     false
 }

@@ -67,15 +67,16 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
 }
 
 /// The live region of inline mode: what of the transcript is not in the scrollback yet (its
-/// last rows), then the rest. The area was sized for it.
+/// last rows), then the rest, laid out as `bottom` (for the whole screen). The area was sized
+/// for it.
 pub fn draw_live(
     frame: &mut Frame<'_>,
     app: &mut App,
     input: &mut InputState,
+    bottom: Bottom,
     transcript: Vec<Line<'static>>,
 ) {
     let area = frame.area();
-    let bottom = Bottom::new(app, input, area.width, area.height);
     let above = draw_bottom(frame, app, input, bottom, area);
     let skip = transcript.len().saturating_sub(usize::from(above.height));
     let rows: Vec<Line<'static>> = transcript.into_iter().skip(skip).collect();
