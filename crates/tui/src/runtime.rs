@@ -25,7 +25,10 @@ use crate::status::Status;
 use crate::terminal::Screen;
 use crate::{terminal, ui};
 
-const FRAME: Duration = Duration::from_millis(16);
+/// Frames follow what the user does at up to 60 a second, and a streaming reply at up to 30:
+/// a model sends ~100 deltas a second, and a frame costs more than the deltas it shows.
+const INPUT_FRAME: Duration = Duration::from_millis(16);
+const STREAM_FRAME: Duration = Duration::from_millis(33);
 const SPINNER_TICK: Duration = Duration::from_millis(80);
 /// Most files offered by the `@` picker.
 const MAX_FILES: usize = 20_000;
@@ -122,24 +125,28 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     if let Some(prompt) = options.first_prompt.clone() {
         perform_prompt(&agent, prompt, &ui_tx);
     }
-    let mut terminal_events = EventStream::new();
+    let (mut terminal_events, _reader) = terminal_reader();
     list_files(options.cwd.clone(), ui_tx.clone());
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     // Ctrl+C is a key in raw mode; a SIGINT from elsewhere (`kill -INT`) quits cleanly too.
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut last_frame = Instant::now() - FRAME;
+    let mut last_frame = Instant::now() - STREAM_FRAME;
+    // The user typed, pasted or resized since the last frame: draw at the input rate.
+    let mut typed = false;
     let mut choices = Choices::default();
 
     loop {
-        if app.dirty && last_frame.elapsed() >= FRAME {
+        let frame_every = if typed { INPUT_FRAME } else { STREAM_FRAME };
+        if app.dirty && last_frame.elapsed() >= frame_every {
+            typed = false;
             display.draw(&mut app, &mut input)?;
             app.dirty = false;
             last_frame = Instant::now();
         }
         let wake = if app.dirty {
-            Some(last_frame + FRAME)
+            Some(last_frame + frame_every)
         } else if app.running || input.hint().is_some() {
             Some(Instant::now() + SPINNER_TICK)
         } else {
@@ -147,26 +154,29 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         };
         let mut actions = Vec::new();
         tokio::select! {
-            event = terminal_events.next() => match event {
-                Some(Ok(Event::Key(key))) => match display.overlay() {
-                    Some(inline) => {
-                        if overlay_key(&mut app, &input, key) {
-                            app.scroll = 0;
-                            inline.close_overlay()?;
+            event = terminal_events.recv() => {
+                typed = true;
+                match event {
+                    Some(Ok(Event::Key(key))) => match display.overlay() {
+                        Some(inline) => {
+                            if overlay_key(&mut app, &input, key) {
+                                app.scroll = 0;
+                                inline.close_overlay()?;
+                            }
+                            app.dirty = true;
                         }
+                        None => actions = input::on_key(&mut app, &mut input, key),
+                    },
+                    Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
+                    Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
+                    Some(Ok(Event::Resize(width, height))) => {
+                        display.resize(&mut app, width, height)?;
                         app.dirty = true;
                     }
-                    None => actions = input::on_key(&mut app, &mut input, key),
-                },
-                Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
-                Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
-                Some(Ok(Event::Resize(width, height))) => {
-                    display.resize(&mut app, width, height)?;
-                    app.dirty = true;
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => break,
                 }
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => break,
-            },
+            }
             Some(event) = agent_events.recv() => {
                 actions = app.on_event(&event);
                 // Coalesce: take everything already waiting before the next frame.
@@ -217,7 +227,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         _ = async {
             loop {
                 tokio::select! {
-                    event = terminal_events.next() => match event {
+                    event = terminal_events.recv() => match event {
                         Some(Ok(Event::Key(key))) if input::is_interrupt(&key) => return,
                         Some(Ok(_)) => {}
                         Some(Err(_)) | None => return,
@@ -273,6 +283,30 @@ fn overlay_key(app: &mut App, input: &InputState, key: KeyEvent) -> bool {
         }
     }
     false
+}
+
+/// Terminal input on its own task: crossterm's stream takes a contended lock each time it is
+/// polled, and the UI loop wakes for every streamed delta, so polling it there cost CPU per
+/// delta. Aborted when the returned guard drops.
+fn terminal_reader() -> (mpsc::UnboundedReceiver<std::io::Result<Event>>, AbortOnDrop) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let mut events = EventStream::new();
+        while let Some(event) = events.next().await {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, AbortOnDrop(task))
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 async fn sleep_until(at: Option<Instant>) {
