@@ -365,18 +365,9 @@ impl Renderer {
 
 /// `text` padded or cut (with …) to exactly `width` columns.
 fn fit(text: &str, width: usize) -> String {
-    if text.width() <= width {
-        return format!("{text}{}", " ".repeat(width - text.width()));
-    }
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + unicode_width::UnicodeWidthChar::width(c).unwrap_or(0) + 1 > width {
-            break;
-        }
-        out.push(c);
-    }
-    out.push('…');
-    format!("{out}{}", " ".repeat(width.saturating_sub(out.width())))
+    let fitted = crate::wrap::truncate(text, width);
+    let used = crate::wrap::width(&fitted);
+    format!("{fitted}{}", " ".repeat(width.saturating_sub(used)))
 }
 
 #[cfg(test)]

@@ -25,8 +25,35 @@ pub fn wrap(line: &Line<'static>, width: usize, indent: usize) -> Vec<Line<'stat
     let indent = indent.min(width.saturating_sub(2));
     let text = Flat::new(line);
     let graphemes = text.graphemes();
-    let segments = segments(&text.text, &graphemes);
+    layout(&text.text, &graphemes, width, indent)
+        .into_iter()
+        .enumerate()
+        .map(|(i, content)| text.to_line(i > 0, indent, &content, line.style))
+        .collect()
+}
 
+/// Where each line starts (a byte offset in `text`) when `text` is wrapped to `width` as
+/// [`wrap`] does without an indent: line `i` is `text[starts[i]..starts[i + 1]]`, the spaces a
+/// break swallows included. For an editor, which must place a cursor on any of them. Tabs
+/// are the caller's to expand.
+pub fn line_starts(text: &str, width: usize) -> Vec<usize> {
+    let graphemes: Vec<Grapheme> = text
+        .grapheme_indices(true)
+        .map(|(start, g)| Grapheme {
+            start,
+            end: start + g.len(),
+            width: g.width(),
+            space: is_space(g),
+        })
+        .collect();
+    layout(text, &graphemes, width.max(1), 0)
+        .iter()
+        .map(|line| line.first().map_or(0, |g| g.start))
+        .collect()
+}
+
+/// The graphemes of each line.
+fn layout(text: &str, graphemes: &[Grapheme], width: usize, indent: usize) -> Vec<Vec<Grapheme>> {
     let mut layout = Layout {
         width,
         indent,
@@ -34,16 +61,11 @@ pub fn wrap(line: &Line<'static>, width: usize, indent: usize) -> Vec<Line<'stat
         current: Vec::new(),
         used: 0,
     };
-    for segment in segments {
-        layout.place(&graphemes[segment.clone()]);
+    for segment in segments(text, graphemes) {
+        layout.place(&graphemes[segment]);
     }
     layout.finish_last();
-    layout
-        .lines
-        .into_iter()
-        .enumerate()
-        .map(|(i, content)| text.to_line(i > 0, indent, &content, line.style))
-        .collect()
+    layout.lines
 }
 
 /// `text` cut to at most `width` columns, ending in `…` when it did not fit; never splits a
