@@ -113,18 +113,56 @@ impl Editor {
             self.top = row + 1 - height;
         }
         self.top = self.top.min(wrapped.rows.len().saturating_sub(height));
+        let selected = self.selected(&wrapped);
+        let selection_style = self.area.selection_style();
         let lines = wrapped.rows[self.top..]
             .iter()
             .take(height)
             .map(|r| {
-                let shown = wrapped.lines[r.line][r.start..r.end].trim_end_matches(' ');
-                Line::raw(shown.to_string())
+                let line = &wrapped.lines[r.line];
+                let end = r.start + line[r.start..r.end].trim_end_matches(' ').len();
+                match selected.get(r.line).copied().flatten() {
+                    // The selected part of the row, shown in the selection's style.
+                    Some((from, to)) if from < end && to > r.start => {
+                        let (from, to) = (from.max(r.start), to.min(end));
+                        Line::from(vec![
+                            Span::raw(line[r.start..from].to_string()),
+                            Span::styled(line[from..to].to_string(), selection_style),
+                            Span::raw(line[to..end].to_string()),
+                        ])
+                    }
+                    _ => Line::raw(line[r.start..end].to_string()),
+                }
             })
             .collect();
         EditorView {
             lines,
             cursor: (column as u16, (row - self.top) as u16),
         }
+    }
+
+    /// The selected bytes of each line (tabs expanded), if any.
+    fn selected(&self, wrapped: &Wrapped) -> Vec<Option<(usize, usize)>> {
+        let Some(((r0, c0), (r1, c1))) = self.area.selection_range() else {
+            return Vec::new();
+        };
+        let offset = |line: usize, chars: usize| {
+            let before: String = self.area.lines()[line].chars().take(chars).collect();
+            wrap::expand_tabs(&before, 0).len()
+        };
+        (0..wrapped.lines.len())
+            .map(|l| {
+                (r0..=r1).contains(&l).then(|| {
+                    let from = if l == r0 { offset(l, c0) } else { 0 };
+                    let to = if l == r1 {
+                        offset(l, c1)
+                    } else {
+                        wrapped.lines[l].len()
+                    };
+                    (from, to)
+                })
+            })
+            .collect()
     }
 
     /// Moves the cursor a row of wrapped text up or down (as drawn last), keeping its column
@@ -470,5 +508,25 @@ mod tests {
         let view = editor.view(20, 1);
         assert_eq!(rows(&view), ["a   b"]);
         assert_eq!(view.cursor, (5, 0));
+    }
+
+    #[test]
+    fn a_selection_is_shown_across_rows() {
+        let mut editor = Editor::new();
+        editor.area.insert_str("aaaa bbbb cccc");
+        editor.area.move_cursor(CursorMove::Jump(0, 2));
+        editor.area.start_selection();
+        editor.area.move_cursor(CursorMove::Jump(0, 7));
+        let view = editor.view(5, 5);
+        let style = editor.area.selection_style();
+        let selected: Vec<String> = view
+            .lines
+            .iter()
+            .flat_map(|l| l.spans.iter())
+            .filter(|s| s.style == style)
+            .map(|s| s.content.to_string())
+            .collect();
+        assert_eq!(selected, ["aa", "bb"]);
+        assert_eq!(rows(&view), ["aaaa", "bbbb", "cccc"]);
     }
 }
