@@ -26,7 +26,10 @@ fn editor_rows(screen: &str) -> Vec<String> {
     lines[top + 1..]
         .iter()
         .take_while(|l| !l.starts_with('╰'))
-        .map(|l| l.trim_matches(|c: char| c == '│' || c.is_whitespace()).to_string())
+        .map(|l| {
+            l.trim_matches(|c: char| c == '│' || c.is_whitespace())
+                .to_string()
+        })
         .collect()
 }
 
@@ -59,12 +62,17 @@ fn every_character_arrives(cols: u16) {
 
     // The editor wraps what is typed and grows with it; its beginning stays in sight.
     session.send(PROMPT);
-    let screen = wait_until(&session, "showed the whole prompt in the editor", |screen| {
-        without_spaces(&editor_rows(screen).concat()) == without_spaces(PROMPT)
-    });
+    let screen = wait_until(
+        &session,
+        "showed the whole prompt in the editor",
+        |screen| without_spaces(&editor_rows(screen).concat()) == without_spaces(PROMPT),
+    );
     let rows = editor_rows(&screen);
     let inner = usize::from(cols) - 2;
-    let columns: usize = PROMPT.chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum();
+    let columns: usize = PROMPT
+        .chars()
+        .map(|c| if c.is_ascii() { 1 } else { 2 })
+        .sum();
     let needed = columns / inner;
     assert!(
         rows.len() > 1 && rows.len() >= needed.min(10),

@@ -196,11 +196,14 @@ impl Editor {
         }
         // The last row of a line ends at the line's end; others before their last grapheme
         // (placing the cursor past it would put it on the next row).
-        let last_of_line = wrapped.rows.get(target + 1).is_none_or(|r| r.line != to.line);
+        let last_of_line = wrapped
+            .rows
+            .get(target + 1)
+            .is_none_or(|r| r.line != to.line);
         if !last_of_line && at >= to.end {
             at = to.start
                 + unicode_segmentation::UnicodeSegmentation::grapheme_indices(shown, true)
-                    .last()
+                    .next_back()
                     .map_or(0, |(i, _)| i);
         }
         let col = char_at(&self.area.lines()[to.line], at);
@@ -240,7 +243,11 @@ impl Editor {
             let first = rows.len();
             for (j, &start) in starts.iter().enumerate() {
                 let end = starts.get(j + 1).copied().unwrap_or(expanded.len());
-                rows.push(Row { line: i, start, end });
+                rows.push(Row {
+                    line: i,
+                    start,
+                    end,
+                });
             }
             if i == cursor_line {
                 let before: String = text.chars().take(cursor_char).collect();
@@ -432,7 +439,9 @@ mod tests {
     fn long_text_wraps_and_the_editor_grows_to_its_limit() {
         let mut editor = Editor::new();
         assert_eq!(editor.height(20), 1);
-        editor.area.insert_str("the quick brown fox jumps over the lazy dog");
+        editor
+            .area
+            .insert_str("the quick brown fox jumps over the lazy dog");
         assert_eq!(editor.height(20), 3);
         let view = editor.view(20, 3);
         assert_eq!(
@@ -440,7 +449,7 @@ mod tests {
             ["the quick brown fox", "jumps over the lazy", "dog"]
         );
         assert_eq!(view.cursor, (3, 2));
-        editor.area.insert_str(&" more words".repeat(30));
+        editor.area.insert_str(" more words".repeat(30));
         assert_eq!(editor.height(20), MAX_HEIGHT);
     }
 

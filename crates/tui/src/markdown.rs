@@ -458,7 +458,10 @@ mod tests {
     fn cjk_paragraphs_wrap_between_characters() {
         let text = "换行的位置由换行算法决定，汉字之间都可以断开，什么都不会丢。";
         let out = plain(text, 20);
-        assert!(out.len() > 1 && out.iter().all(|l| crate::wrap::width(l) <= 20), "{out:?}");
+        assert!(
+            out.len() > 1 && out.iter().all(|l| crate::wrap::width(l) <= 20),
+            "{out:?}"
+        );
         assert_eq!(out.concat(), text);
     }
 

@@ -45,7 +45,8 @@ fn keeps_styles_across_breaks() {
 fn cjk_breaks_between_ideographs_and_loses_nothing() {
     // The text a user reported: at 60 columns a character vanished at the wrap point and the
     // whole text moved below the marker.
-    let text = "非常感谢你的帮助和耐心的解答，我学到了很多关于这个问题的知识，希望以后还能继续向你请教";
+    let text =
+        "非常感谢你的帮助和耐心的解答，我学到了很多关于这个问题的知识，希望以后还能继续向你请教";
     let line = Line::from(vec![Span::raw("› "), Span::raw(text)]);
     let wrapped = plain(&wrap(&line, 60, 2));
     assert!(wrapped[0].starts_with("› 非常感谢"), "{wrapped:?}");
@@ -150,7 +151,9 @@ fn assert_lossless(text: &str, column: usize, lines: &[String], indent: usize) {
         let spaces = rest.len() - rest.trim_start_matches(' ').len();
         let skip = (0..=spaces)
             .find(|&k| rest[k..].starts_with(content))
-            .unwrap_or_else(|| panic!("line {i} {content:?} is not next in {expanded:?}: {lines:?}"));
+            .unwrap_or_else(|| {
+                panic!("line {i} {content:?} is not next in {expanded:?}: {lines:?}")
+            });
         pos += skip;
         assert!(
             boundaries.contains(&pos),
