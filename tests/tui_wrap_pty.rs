@@ -50,14 +50,14 @@ fn wait_until(session: &Session, what: &str, ready: impl Fn(&str) -> bool) -> St
     }
 }
 
-fn every_character_arrives(cols: u16) {
+fn every_character_arrives(cols: u16, args: &[&str]) {
     let rt = runtime();
     let server = rt
         .block_on(MockServer::start(Script {
             replies: vec![Reply::text(ANSWER).with_chunk_size(7)],
         }))
         .unwrap();
-    let mut session = Session::start_sized(&server, &[], (30, cols), |_| {});
+    let mut session = Session::start_sized(&server, args, (30, cols), |_| {});
     session.wait_for("Type a message");
 
     // The editor wraps what is typed and grows with it; its beginning stays in sight.
@@ -113,12 +113,17 @@ fn every_character_arrives(cols: u16) {
 
 #[test]
 fn cjk_and_emoji_arrive_whole_at_40_columns() {
-    every_character_arrives(40);
+    every_character_arrives(40, &[]);
+}
+
+#[test]
+fn cjk_and_emoji_arrive_whole_at_40_columns_on_the_alternate_screen() {
+    every_character_arrives(40, &["--alt-screen"]);
 }
 
 #[test]
 fn cjk_and_emoji_arrive_whole_at_80_columns() {
-    every_character_arrives(80);
+    every_character_arrives(80, &[]);
 }
 
 #[test]
@@ -147,4 +152,28 @@ fn a_prompt_longer_than_the_editor_scrolls_and_comes_back_to_its_beginning() {
             .is_some_and(|l| l.starts_with(&words[0]))
     });
     assert_eq!(editor_rows(&screen).len(), 10, "{screen}");
+}
+
+#[test]
+fn the_editor_wraps_again_when_the_terminal_narrows() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script { replies: vec![] }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (30, 80), |_| {});
+    session.wait_for("Type a message");
+    session.send(PROMPT);
+    let screen = wait_until(&session, "showed the prompt at 80 columns", |screen| {
+        without_spaces(&editor_rows(screen).concat()) == without_spaces(PROMPT)
+    });
+    let wide = editor_rows(&screen).len();
+    session.resize(30, 40);
+    let screen = wait_until(&session, "wrapped the prompt again at 40 columns", |screen| {
+        let rows = editor_rows(screen);
+        rows.len() > wide && without_spaces(&rows.concat()) == without_spaces(PROMPT)
+    });
+    assert!(
+        screen.lines().all(|l| !l.contains('│') || l.ends_with('│')),
+        "a row of the editor runs past its border:\n{screen}"
+    );
 }
