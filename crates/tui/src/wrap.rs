@@ -23,6 +23,13 @@ pub fn wrap(line: &Line<'static>, width: usize, indent: usize) -> Vec<Line<'stat
     let width = width.max(1);
     // At least two columns of text on every line, so a wide character fits after the indent.
     let indent = indent.min(width.saturating_sub(2));
+    // Most lines are short printable ASCII: one column a byte, nothing to break.
+    let printable = |s: &Span<'_>| s.content.bytes().all(|b| (b' '..=b'~').contains(&b));
+    if line.spans.iter().all(printable)
+        && line.spans.iter().map(|s| s.content.len()).sum::<usize>() <= width
+    {
+        return vec![line.clone()];
+    }
     let text = Flat::new(line);
     let graphemes = text.graphemes();
     layout(&text.text, &graphemes, width, indent)
