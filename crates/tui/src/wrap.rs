@@ -276,6 +276,15 @@ impl Layout {
         let trailing = segment.iter().rev().take_while(|g| g.space).count();
         let word = &segment[..segment.len() - trailing];
         let word_width: usize = word.iter().map(|g| g.width).sum();
+        if self.current.iter().all(|g| g.space) {
+            // Indentation wider than the room: it shrinks to leave room for the word (a word
+            // cut anyway starts at the margin), rather than stand alone on a blank line.
+            let need = word_width.min(self.room());
+            while self.used + need > self.room() {
+                let Some(g) = self.current.pop() else { break };
+                self.used -= g.width;
+            }
+        }
         if self.used + word_width > self.room() && !self.current.is_empty() {
             // A word too long for any line is cut anyway: it starts here rather than leave
             // this line short (and a marker such as `› ` alone on its line).

@@ -87,6 +87,14 @@ fn emoji_sequences_and_combining_marks_stay_whole() {
 }
 
 #[test]
+fn indentation_wider_than_the_line_shrinks_instead_of_leaving_a_blank_line() {
+    let wrapped = plain(&wrap(&Line::from("            let x = 1;"), 8, 0));
+    assert_eq!(wrapped, ["     let", "x = 1;"]);
+    let wrapped = plain(&wrap(&Line::from("            abcdefghij"), 8, 0));
+    assert_eq!(wrapped, ["abcdefgh", "ij"]);
+}
+
+#[test]
 fn tabs_expand_to_the_next_stop() {
     let wrapped = plain(&wrap(&Line::from("a\tb\tc"), 40, 0));
     assert_eq!(wrapped, ["a   b   c"]);
