@@ -94,7 +94,8 @@ impl Editor {
         let width = usize::from(width).max(1);
         let height = usize::from(height).max(1);
         self.width = width;
-        if self.is_empty() {
+        // (Empty lines typed are text: the cursor goes where they are.)
+        if self.area.is_empty() {
             self.top = 0;
             let hint = wrap::truncate(PLACEHOLDER, width.saturating_sub(1));
             return EditorView {
@@ -537,5 +538,17 @@ mod tests {
             .collect();
         assert_eq!(selected, ["aa", "bb"]);
         assert_eq!(rows(&view), ["aaaa", "bbbb", "cccc"]);
+    }
+
+    #[test]
+    fn empty_lines_typed_show_the_cursor_on_them_not_the_placeholder() {
+        let mut editor = Editor::new();
+        assert!(rows(&editor.view(40, 1))[0].contains("Type a message"));
+        editor.insert_newline();
+        editor.insert_newline();
+        assert_eq!(editor.height(40), 3);
+        let view = editor.view(40, 3);
+        assert_eq!(rows(&view), ["", "", ""]);
+        assert_eq!(view.cursor, (0, 2));
     }
 }
