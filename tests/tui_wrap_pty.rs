@@ -168,10 +168,14 @@ fn the_editor_wraps_again_when_the_terminal_narrows() {
     });
     let wide = editor_rows(&screen).len();
     session.resize(30, 40);
-    let screen = wait_until(&session, "wrapped the prompt again at 40 columns", |screen| {
-        let rows = editor_rows(screen);
-        rows.len() > wide && without_spaces(&rows.concat()) == without_spaces(PROMPT)
-    });
+    let screen = wait_until(
+        &session,
+        "wrapped the prompt again at 40 columns",
+        |screen| {
+            let rows = editor_rows(screen);
+            rows.len() > wide && without_spaces(&rows.concat()) == without_spaces(PROMPT)
+        },
+    );
     assert!(
         screen.lines().all(|l| !l.contains('│') || l.ends_with('│')),
         "a row of the editor runs past its border:\n{screen}"

@@ -319,9 +319,12 @@ impl Layout {
 
     /// The last line keeps its trailing spaces, as many as fit.
     fn finish_last(&mut self) {
-        while self.used > self.room() && self.current.last().is_some_and(|g| g.space) {
-            let g = self.current.pop().expect("checked");
-            self.used -= g.width;
+        while self.used > self.room() {
+            match self.current.last() {
+                Some(g) if g.space => self.used -= g.width,
+                _ => break,
+            }
+            self.current.pop();
         }
         self.lines.push(std::mem::take(&mut self.current));
     }
