@@ -76,8 +76,11 @@ fn layout(text: &str, graphemes: &[Grapheme], width: usize, indent: usize) -> Ve
 }
 
 /// `text` cut to at most `width` columns, ending in `…` when it did not fit; never splits a
-/// grapheme.
+/// grapheme. Tabs expand (ratatui draws no control characters).
 pub fn truncate(text: &str, width: usize) -> String {
+    if text.contains('\t') {
+        return truncate(&expand_tabs(text, 0), width);
+    }
     if text.width() <= width {
         return text.to_string();
     }
