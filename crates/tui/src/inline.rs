@@ -203,6 +203,7 @@ impl Inline {
     fn print(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
         let width = self.width;
         let mut buffer = Buffer::empty(Rect::new(0, 0, width, 1));
+        let blank = buffer.clone();
         for line in lines {
             if self.content >= self.height {
                 self.scroll(1)?;
@@ -217,10 +218,13 @@ impl Inline {
                 .rposition(|cell| cell.symbol() != " " || cell.bg != ratatui::style::Color::Reset)
                 .map_or(0, |i| i + 1);
             let row = self.content;
-            let cells = buffer.content[..used]
-                .iter()
-                .enumerate()
-                .map(|(x, cell)| (x as u16, row, cell));
+            // What differs from a blank row: the cell a wide character covers is left out (the
+            // terminal moves past it; written, its blank would push the rest of the row right).
+            let cells = blank
+                .diff(&buffer)
+                .into_iter()
+                .filter(|(x, _, _)| usize::from(*x) < used)
+                .map(|(x, _, cell)| (x, row, cell));
             let out = self.term.backend_mut();
             queue!(out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
             out.draw(cells)?;

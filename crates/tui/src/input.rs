@@ -172,6 +172,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         }
         KeyCode::Up if app.editor.history_up() => Vec::new(),
         KeyCode::Down if app.editor.history_down() => Vec::new(),
+        KeyCode::Up | KeyCode::Down if app.editor.move_by_row(key.code == KeyCode::Down) => {
+            Vec::new()
+        }
         KeyCode::PageUp | KeyCode::PageDown => {
             scroll(app, input, key.code);
             Vec::new()

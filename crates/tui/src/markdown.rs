@@ -324,7 +324,7 @@ impl Renderer {
         let mut widths = vec![1usize; columns];
         for row in &table.rows {
             for (i, cell) in row.iter().enumerate() {
-                widths[i] = widths[i].max(text(cell).width());
+                widths[i] = widths[i].max(crate::wrap::width(&text(cell)));
             }
         }
         // Shrink the widest columns until the table fits: "│ " + " │ " between + " │".
@@ -365,18 +365,9 @@ impl Renderer {
 
 /// `text` padded or cut (with …) to exactly `width` columns.
 fn fit(text: &str, width: usize) -> String {
-    if text.width() <= width {
-        return format!("{text}{}", " ".repeat(width - text.width()));
-    }
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + unicode_width::UnicodeWidthChar::width(c).unwrap_or(0) + 1 > width {
-            break;
-        }
-        out.push(c);
-    }
-    out.push('…');
-    format!("{out}{}", " ".repeat(width.saturating_sub(out.width())))
+    let fitted = crate::wrap::truncate(text, width);
+    let used = crate::wrap::width(&fitted);
+    format!("{fitted}{}", " ".repeat(width.saturating_sub(used)))
 }
 
 #[cfg(test)]
@@ -449,6 +440,29 @@ mod tests {
         assert_eq!(out[2], "├───┼──────────────┤");
         assert!(out[3].starts_with("│ 1 │ long cell t"), "{out:?}");
         assert!(out.iter().all(|l| l.width() <= 20), "{out:?}");
+    }
+
+    #[test]
+    fn wide_table_cells_are_cut_with_an_ellipsis_and_rows_line_up() {
+        let out = plain(
+            "| 名前 | 説明 |\n|---|---|\n| 東京 | 日本の首都で人口が最も多い都市 🗼 |\n",
+            24,
+        );
+        let widths: Vec<usize> = out.iter().map(|l| crate::wrap::width(l)).collect();
+        assert!(widths.iter().all(|&w| w == widths[0] && w <= 24), "{out:?}");
+        assert!(out[3].starts_with("│ 東京 │ 日本の首都"), "{out:?}");
+        assert!(out[3].contains('…'), "{out:?}");
+    }
+
+    #[test]
+    fn cjk_paragraphs_wrap_between_characters() {
+        let text = "换行的位置由换行算法决定，汉字之间都可以断开，什么都不会丢。";
+        let out = plain(text, 20);
+        assert!(
+            out.len() > 1 && out.iter().all(|l| crate::wrap::width(l) <= 20),
+            "{out:?}"
+        );
+        assert_eq!(out.concat(), text);
     }
 
     #[test]

@@ -106,7 +106,7 @@ impl Status {
             }
             parts.retain(|(part, _)| *part != drop);
         }
-        truncate(&joined(&parts), width)
+        crate::wrap::truncate(&joined(&parts), width)
     }
 }
 
@@ -120,27 +120,6 @@ enum Part {
     Tokens,
     Cost,
     Context,
-}
-
-/// `text` cut to `width` columns with `…` when it is wider.
-fn truncate(text: &str, width: usize) -> String {
-    if text.width() <= width {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-        if used + w + 1 > width {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    out
 }
 
 /// The last run in one line: model calls and how they stopped, tool outcomes, tokens, cost.

@@ -39,7 +39,8 @@ impl Bottom {
             question,
             question_rows,
             queue: app.queue.len().min(MAX_QUEUE_ROWS) as u16,
-            editor: app.editor.height() + 2,
+            // Inside its borders.
+            editor: app.editor.height(width.saturating_sub(2)) + 2,
         }
     }
 
@@ -271,10 +272,11 @@ fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 QueueKind::Steer => ("steer: ", Color::Yellow),
                 QueueKind::FollowUp => ("follow-up: ", Color::Blue),
             };
-            let first = q.text.lines().next().unwrap_or_default().to_string();
+            let first = q.text.lines().next().unwrap_or_default();
+            let room = usize::from(area.width).saturating_sub(label.len());
             Line::from(vec![
                 Span::styled(label, Style::new().fg(color)),
-                Span::raw(first),
+                Span::raw(crate::wrap::truncate(first, room)),
             ])
         })
         .collect();
@@ -292,13 +294,23 @@ fn draw_editor(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
     } else {
         ""
     };
-    app.editor.area.set_block(
-        Block::bordered()
-            .border_type(BorderType::Rounded)
-            .border_style(Style::new().fg(color))
-            .title(Span::styled(title, Style::new().fg(Color::DarkGray))),
-    );
-    frame.render_widget(&app.editor.area, area);
+    let block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(color))
+        .title(Span::styled(title, Style::new().fg(Color::DarkGray)));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.is_empty() {
+        return;
+    }
+    let view = app.editor.view(inner.width, inner.height);
+    frame.render_widget(Paragraph::new(view.lines), inner);
+    // The cursor is drawn, not the terminal's: inline mode parks that at the live region's top.
+    let (x, y) = view.cursor;
+    if x < inner.width && y < inner.height {
+        let cell = &mut frame.buffer_mut()[(inner.x + x, inner.y + y)];
+        cell.set_style(cell.style().add_modifier(Modifier::REVERSED));
+    }
 }
 
 fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
@@ -336,9 +348,16 @@ fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) 
             } else {
                 Style::default()
             };
+            // Inside the borders: the label first, what it is in the room left.
+            let room = usize::from(width.saturating_sub(2));
+            let label = crate::wrap::truncate(&format!(" {label} "), room);
+            let left = room.saturating_sub(crate::wrap::width(&label));
             Line::from(vec![
-                Span::styled(format!(" {label} "), style),
-                Span::styled(format!(" {what}"), Style::new().fg(Color::DarkGray)),
+                Span::styled(label, style),
+                Span::styled(
+                    crate::wrap::truncate(&format!(" {what}"), left),
+                    Style::new().fg(Color::DarkGray),
+                ),
             ])
         })
         .collect();

@@ -295,3 +295,29 @@ fn a_write_outside_the_workspace_waits_for_approval() {
     }
     insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 24));
 }
+
+#[test]
+fn cjk_and_emoji_wrap_in_cells_the_queue_and_the_editor() {
+    let mut app = app();
+    let mut events = vec![
+        AgentEvent::AgentStart,
+        user("我想请你帮我看看这段代码为什么不能编译，谢谢你的帮助和耐心的解答 🙏"),
+    ];
+    events.extend(assistant(
+        None,
+        "当然可以。问题在第 12 行：`let x = vec![1, 2, 3];` 之后又借用了 `x`。\n\n\
+         | 文件 | 说明 |\n|---|---|\n| main.rs | 借用检查器报告的错误在这里 🔍 |\n",
+        Usage::default(),
+    ));
+    events.push(AgentEvent::Queued {
+        id: 1,
+        kind: QueueKind::FollowUp,
+        message: AgentMessage::user("然后请运行所有的测试并告诉我结果，谢谢 🎉"),
+    });
+    for event in &events {
+        app.on_event(event);
+    }
+    app.editor
+        .set_text("再解释一下生命周期 lifetimes 是怎么工作的，最好有例子 👨‍👩‍👧 和图示");
+    insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 40, 30));
+}

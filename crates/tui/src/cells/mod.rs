@@ -217,3 +217,35 @@ pub fn prefixed_line(
     ]);
     wrap(&line, width, indent)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chinese_prompt_keeps_every_character_beside_its_marker() {
+        // As reported at 60 columns: "…你的帮助和耐心的解答" lost a character at the wrap and
+        // the text moved under the `›`.
+        let text =
+            "我想请你帮我看看这段代码为什么不能编译，谢谢你的帮助和耐心的解答，我会认真学习的。";
+        let mut cell = Cell::new(CellKind::User(text.to_string()));
+        let view = View {
+            width: 60,
+            expand_tools: false,
+            show_thinking: false,
+        };
+        let rows: Vec<String> = cell
+            .rows(view)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(rows[0].starts_with("› 我想请你"), "{rows:?}");
+        assert!(rows[1..].iter().all(|r| r.starts_with("  ")), "{rows:?}");
+        assert!(rows.iter().all(|r| crate::wrap::width(r) <= 60), "{rows:?}");
+        let joined: String = rows
+            .iter()
+            .map(|r| r.trim_start_matches(['›', ' ']))
+            .collect();
+        assert_eq!(joined, text);
+    }
+}
