@@ -9,6 +9,7 @@ mod commands;
 pub mod editor;
 mod highlight;
 mod history;
+mod hooks_view;
 mod host;
 mod inline;
 pub mod input;
@@ -21,5 +22,6 @@ pub mod ui;
 mod wrap;
 
 pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
+pub use commands::builtin_names;
 pub use runtime::{Options, run};
 pub use terminal::Screen;
