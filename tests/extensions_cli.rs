@@ -398,3 +398,49 @@ async fn a_hook_that_fails_warns_and_the_action_goes_on() {
     );
     assert_eq!(text(&out.stdout), "Done.\n");
 }
+
+/// A directory outside every place the sandbox lets commands write (as in safety_cli).
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let policy = sandbox::Policy::new(
+        sandbox::SandboxMode::WorkspaceWrite,
+        Path::new("/nonexistent-workspace"),
+        &[],
+        None,
+    );
+    assert!(!policy.write_allowed(dir.path()));
+    dir
+}
+
+#[tokio::test]
+async fn hooks_run_in_the_sandbox_and_session_start_adds_context() {
+    let env = Env::new();
+    let away = outside();
+    let target = away.path().join("escaped.txt");
+    let start = script(
+        &env,
+        "start.sh",
+        &format!(
+            "cat > /dev/null\ntouch inside.txt\ntouch {} 2>/dev/null\necho 'Today is release day.'\n",
+            target.display()
+        ),
+    );
+    config(
+        &env,
+        &format!("[[hooks]]\nevent = \"session_start\"\ncommand = \"{start}\"\n"),
+    );
+    let server = serve(vec![Reply::text("ok")]).await;
+    let out = env
+        .run(Some(&server), &["--mode", "json", "hi", "--tools", ""], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(env.work.path().join("inside.txt").exists(), "the hook ran in the workspace");
+    assert!(!target.exists(), "the hook wrote outside the sandbox");
+    let prompt = system_prompt(&server);
+    assert!(prompt.contains("Today is release day."), "{prompt}");
+    let events = events(&out.stdout);
+    let runs = hook_runs(&events);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["event"], "session_start");
+    assert_eq!(runs[0]["outcome"], "ok");
+}
