@@ -444,3 +444,63 @@ async fn hooks_run_in_the_sandbox_and_session_start_adds_context() {
     assert_eq!(runs[0]["event"], "session_start");
     assert_eq!(runs[0]["outcome"], "ok");
 }
+
+// The RPC helper blocks its thread while it waits: the mock server needs another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_expands_templates_and_a_pre_compact_hook_can_keep_the_history() {
+    let env = Env::new();
+    let server = serve(vec![Reply::text("First."), Reply::text("Second.")]).await;
+    let seen = env.work.path().join("pre-compact.json");
+    let keep = script(
+        &env,
+        "keep.sh",
+        &format!(
+            "cat > {}\necho 'keep the history, please' >&2\nexit 2\n",
+            seen.display()
+        ),
+    );
+    let prompts = env.home.path().join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(prompts.join("explain.md"), "Explain $1.").unwrap();
+    config(
+        &env,
+        &format!(
+            "[providers.mock]\napi = \"openai-completions\"\nbase_url = \"{}\"\nmodels = [{{ id = \"a\" }}]\n\
+             [[hooks]]\nevent = \"pre_compact\"\ncommand = \"{keep}\"\n",
+            server.url()
+        ),
+    );
+    let mut command = env.command(None, &["--mode", "rpc", "--model", "mock/a", "--tools", ""]);
+    command.stderr(std::process::Stdio::null());
+    let mut rpc = common::rpc::Rpc::spawn(command);
+    let r = rpc.call(1, json!({"type": "prompt", "message": "/explain closures"}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.event("agent_end");
+    let r = rpc.call(2, json!({"type": "prompt", "message": "and more"}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.event("agent_end");
+    assert_eq!(
+        server.requests()[0].body["messages"][1]["content"],
+        "Explain closures."
+    );
+
+    let r = rpc.call(3, json!({"type": "compact"}));
+    assert_eq!(r["success"], true, "{r}");
+    let run = rpc.event("hook_run");
+    assert_eq!(run["run"]["event"], "pre_compact");
+    assert_eq!(run["run"]["outcome"], "blocked");
+    let end = rpc.event("compaction_end");
+    assert_eq!(end["outcome"]["status"], "failed", "{end}");
+    assert!(
+        end["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("keep the history, please"),
+        "{end}"
+    );
+    assert_eq!(server.requests().len(), 2, "no summary was asked for");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "pre_compact");
+    assert_eq!(input["trigger"], "manual");
+    rpc.finish();
+}

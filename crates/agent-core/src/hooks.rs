@@ -9,27 +9,37 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::io::LoopIo;
-use crate::{AgentEvent, AgentMessage, Approvals, HookRun, ToolOutput, default_convert_to_llm};
+use crate::{
+    AgentEvent, AgentMessage, Approvals, CompactReason, HookRun, ToolOutput,
+    default_convert_to_llm,
+};
 
 /// What a hook point offers besides its arguments: the run's cancellation (a hook command
 /// must stop when the user aborts) and a way to announce what a hook did.
 pub struct HookContext<'a> {
-    pub(crate) io: Option<&'a LoopIo>,
+    emit: Option<Box<dyn Fn(AgentEvent) + Send + Sync + 'a>>,
     cancel: CancellationToken,
 }
 
-impl HookContext<'_> {
-    pub(crate) fn new(io: &LoopIo) -> HookContext<'_> {
-        HookContext {
-            io: Some(io),
-            cancel: io.cancel.clone(),
+impl<'a> HookContext<'a> {
+    pub(crate) fn new(io: &'a LoopIo) -> Self {
+        Self::emitting(move |event| io.emit(event), io.cancel.clone())
+    }
+
+    pub(crate) fn emitting(
+        emit: impl Fn(AgentEvent) + Send + Sync + 'a,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            emit: Some(Box::new(emit)),
+            cancel,
         }
     }
 
     /// A context outside a run (tests, a host calling a hook itself): reports go nowhere.
     pub fn detached() -> HookContext<'static> {
         HookContext {
-            io: None,
+            emit: None,
             cancel: CancellationToken::new(),
         }
     }
@@ -41,8 +51,8 @@ impl HookContext<'_> {
 
     /// Announces a hook run as a `hook_run` event.
     pub fn report(&self, run: HookRun) {
-        if let Some(io) = self.io {
-            io.emit(AgentEvent::HookRun { run });
+        if let Some(emit) = &self.emit {
+            emit(AgentEvent::HookRun { run });
         }
     }
 }
@@ -125,6 +135,16 @@ pub trait Hooks: Send + Sync + 'static {
         _cx: &HookContext<'_>,
     ) -> Option<String> {
         None
+    }
+
+    /// Runs when a compaction is about to summarise the history (automatic or `/compact`).
+    /// `Err(reason)` leaves the history as it is; the compaction is reported as failed.
+    async fn before_compact(
+        &self,
+        _reason: CompactReason,
+        _cx: &HookContext<'_>,
+    ) -> Result<(), String> {
+        Ok(())
     }
 
     /// Runs after each turn that continues; may switch model or thinking level.

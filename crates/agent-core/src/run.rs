@@ -48,6 +48,7 @@ impl RunContext {
         let emit = |event| io.emit(event);
         compact_history(
             compactor.as_ref(),
+            self.hooks.as_ref(),
             &mut self.messages,
             &self.model,
             reason,

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
-    AgentMessage, Approvals, HookContext, HookOutcome, HookRun, Hooks, NextTurn, ToolOutput,
+    AgentMessage, Approvals, CompactReason, HookContext, HookOutcome, HookRun, Hooks, NextTurn, ToolOutput,
     TurnInfo,
 };
 use async_trait::async_trait;
@@ -441,6 +441,25 @@ impl Hooks for ExtensionHooks {
                 "A stop hook asks you not to finish yet: {reason}"
             )),
             Verdict::Go { .. } => None,
+        }
+    }
+
+    async fn before_compact(
+        &self,
+        reason: CompactReason,
+        cx: &HookContext<'_>,
+    ) -> Result<(), String> {
+        self.inner.before_compact(reason, cx).await?;
+        let trigger = match reason {
+            CompactReason::Manual => "manual",
+            CompactReason::Threshold | CompactReason::Overflow => "auto",
+        };
+        match self
+            .run_in(HookEvent::PreCompact, None, json!({ "trigger": trigger }), cx)
+            .await
+        {
+            Verdict::Block(reason) => Err(format!("a pre_compact hook refused it: {reason}")),
+            Verdict::Go { .. } => Ok(()),
         }
     }
 
