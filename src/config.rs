@@ -145,7 +145,10 @@ pub struct ModelConfig {
 impl Config {
     /// Every `[[hooks]]` table, the home config's first, with where it was written.
     pub fn all_hooks(&self) -> Vec<(extensions::HookConfig, extensions::Origin)> {
-        let home = self.hooks.iter().map(|h| (h.clone(), extensions::Origin::User));
+        let home = self
+            .hooks
+            .iter()
+            .map(|h| (h.clone(), extensions::Origin::User));
         let project = self
             .project_hooks
             .iter()

@@ -41,7 +41,7 @@ fn hook_runs(events: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-fn tool_end<'a>(events: &'a [Value]) -> &'a Value {
+fn tool_end(events: &[Value]) -> &Value {
     events
         .iter()
         .find(|e| e["type"] == "tool_execution_end")
@@ -114,7 +114,11 @@ async fn a_template_expands_in_json_mode_and_an_unknown_skill_is_refused() {
         .run(Some(&server), &["-p", "/skill:nope do it"], "")
         .await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("no skill `nope`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no skill `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(server.requests().len(), 1, "nothing was sent");
 }
 
@@ -148,7 +152,9 @@ async fn skills_from_every_location_reach_the_system_prompt_of_a_trusted_reposit
     );
 
     // Not trusted: the repository's skills stay out, and the user is told why.
-    let out = env.run(Some(&server), &["-p", "hi", "--tools", ""], "").await;
+    let out = env
+        .run(Some(&server), &["-p", "hi", "--tools", ""], "")
+        .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let prompt = server.requests()[1].body["messages"][0]["content"]
         .as_str()
@@ -157,7 +163,11 @@ async fn skills_from_every_location_reach_the_system_prompt_of_a_trusted_reposit
     assert!(prompt.contains("- home-skill:"), "{prompt}");
     assert!(!prompt.contains("claude-skill"), "{prompt}");
     assert!(!prompt.contains("agents-skill"), "{prompt}");
-    assert!(text(&out.stderr).contains("is not trusted"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not trusted"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[tokio::test]
@@ -178,7 +188,10 @@ async fn skill_invocation_sends_the_skill_and_the_arguments() {
         .unwrap()
         .to_string();
     assert!(sent.starts_with("<skill name=\"deploy\""), "{sent}");
-    assert!(sent.contains("Step one of deploy.\n</skill>\n\nto staging"), "{sent}");
+    assert!(
+        sent.contains("Step one of deploy.\n</skill>\n\nto staging"),
+        "{sent}"
+    );
 }
 
 #[tokio::test]
@@ -191,7 +204,9 @@ async fn a_pre_tool_use_hook_blocks_rm_rf_in_json_mode() {
     );
     config(
         &env,
-        &format!("[[hooks]]\nevent = \"pre_tool_use\"\nmatcher = \"bash\"\ncommand = \"{guard}\"\n"),
+        &format!(
+            "[[hooks]]\nevent = \"pre_tool_use\"\nmatcher = \"bash\"\ncommand = \"{guard}\"\n"
+        ),
     );
     std::fs::create_dir(env.work.path().join("precious")).unwrap();
     let server = serve(vec![
@@ -203,7 +218,10 @@ async fn a_pre_tool_use_hook_blocks_rm_rf_in_json_mode() {
         .run(Some(&server), &["--mode", "json", "clean up"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(env.work.path().join("precious").exists(), "the command never ran");
+    assert!(
+        env.work.path().join("precious").exists(),
+        "the command never ran"
+    );
     let events = events(&out.stdout);
     let runs = hook_runs(&events);
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -229,7 +247,9 @@ async fn a_pre_tool_use_hook_rewrites_the_arguments() {
     );
     config(
         &env,
-        &format!("[[hooks]]\nevent = \"pre_tool_use\"\nmatcher = \"bash\"\ncommand = \"{rewrite}\"\n"),
+        &format!(
+            "[[hooks]]\nevent = \"pre_tool_use\"\nmatcher = \"bash\"\ncommand = \"{rewrite}\"\n"
+        ),
     );
     let server = serve(vec![
         Reply::tool_call("bash", json!({"command": "echo original"})),
@@ -262,9 +282,7 @@ async fn a_hook_that_times_out_is_killed_with_its_group_and_reported() {
     );
     config(
         &env,
-        &format!(
-            "[[hooks]]\nevent = \"pre_tool_use\"\ncommand = \"{slow}\"\ntimeout_secs = 1\n"
-        ),
+        &format!("[[hooks]]\nevent = \"pre_tool_use\"\ncommand = \"{slow}\"\ntimeout_secs = 1\n"),
     );
     let server = serve(vec![
         Reply::tool_call("bash", json!({"command": "echo still ran"})),
@@ -331,7 +349,11 @@ async fn a_stop_hook_sends_the_agent_on_once() {
     std::fs::remove_file(&marker).unwrap();
     let server = serve(vec![Reply::text("Done."), Reply::text("Tests pass.")]).await;
     let out = env
-        .run(Some(&server), &["--mode", "json", "fix it", "--tools", ""], "")
+        .run(
+            Some(&server),
+            &["--mode", "json", "fix it", "--tools", ""],
+            "",
+        )
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let events = events(&out.stdout);
@@ -356,7 +378,11 @@ async fn a_user_prompt_submit_hook_can_refuse_a_prompt_or_add_context() {
     );
     let server = serve(vec![Reply::text("Use make.")]).await;
     let out = env
-        .run(Some(&server), &["-p", "the secret is 42", "--tools", ""], "")
+        .run(
+            Some(&server),
+            &["-p", "the secret is 42", "--tools", ""],
+            "",
+        )
         .await;
     assert!(!out.status.success());
     assert!(
@@ -379,7 +405,11 @@ async fn a_user_prompt_submit_hook_can_refuse_a_prompt_or_add_context() {
 #[tokio::test]
 async fn a_hook_that_fails_warns_and_the_action_goes_on() {
     let env = Env::new();
-    let broken = script(&env, "broken.sh", "cat > /dev/null\necho 'oops' >&2\nexit 3\n");
+    let broken = script(
+        &env,
+        "broken.sh",
+        "cat > /dev/null\necho 'oops' >&2\nexit 3\n",
+    );
     config(
         &env,
         &format!("[[hooks]]\nevent = \"post_tool_use\"\ncommand = \"{broken}\"\n"),
@@ -434,7 +464,10 @@ async fn hooks_run_in_the_sandbox_and_session_start_adds_context() {
         .run(Some(&server), &["--mode", "json", "hi", "--tools", ""], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(env.work.path().join("inside.txt").exists(), "the hook ran in the workspace");
+    assert!(
+        env.work.path().join("inside.txt").exists(),
+        "the hook ran in the workspace"
+    );
     assert!(!target.exists(), "the hook wrote outside the sandbox");
     let prompt = system_prompt(&server);
     assert!(prompt.contains("Today is release day."), "{prompt}");

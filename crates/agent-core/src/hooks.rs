@@ -10,8 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::io::LoopIo;
 use crate::{
-    AgentEvent, AgentMessage, Approvals, CompactReason, HookRun, ToolOutput,
-    default_convert_to_llm,
+    AgentEvent, AgentMessage, Approvals, CompactReason, HookRun, ToolOutput, default_convert_to_llm,
 };
 
 /// What a hook point offers besides its arguments: the run's cancellation (a hook command

@@ -19,8 +19,7 @@ use crate::io::{Internal, LoopIo};
 use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
     AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, HookContext, Hooks,
-    QueuedMessage, Tool,
-    ToolOutcome, TurnInfo, is_context_overflow,
+    QueuedMessage, Tool, ToolOutcome, TurnInfo, is_context_overflow,
 };
 
 /// Everything a run needs, copied from the agent when the run starts.

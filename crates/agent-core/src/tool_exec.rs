@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::coerce;
 use crate::io::LoopIo;
 use crate::{
-    AgentEvent, Approvals, Concurrency, HookContext, Hooks, Tool, ToolContext, ToolOutcome, ToolOutput,
-    validate_arguments,
+    AgentEvent, Approvals, Concurrency, HookContext, Hooks, Tool, ToolContext, ToolOutcome,
+    ToolOutput, validate_arguments,
 };
 
 const ABORTED: &str = "Tool call was aborted.";

@@ -108,7 +108,11 @@ async fn replaced_arguments_are_what_is_approved_and_run() {
     let results = tool_results(&h.messages().await);
     assert_eq!(results[0].text(), r#"echo {"x":7}"#);
     assert!(results[1].is_error);
-    assert!(results[1].text().contains("zero is refused"), "{}", results[1].text());
+    assert!(
+        results[1].text().contains("zero is refused"),
+        "{}",
+        results[1].text()
+    );
     assert!(events.iter().any(|e| matches!(
         e,
         AgentEvent::ToolExecutionEnd { tool_call_id, outcome: agent_core::ToolOutcome::Blocked, .. }
@@ -134,7 +138,9 @@ impl Hooks for NeverDone {
 
 #[tokio::test]
 async fn a_stop_hook_sends_the_run_on_but_not_forever() {
-    let replies = (0..10).map(|i| text_reply(&format!("answer {i}"))).collect();
+    let replies = (0..10)
+        .map(|i| text_reply(&format!("answer {i}")))
+        .collect();
     let hooks = Arc::new(NeverDone(AtomicU32::new(0)));
     let shared = hooks.clone();
     let mut h = harness(replies)

@@ -71,8 +71,8 @@ impl Skill {
     pub fn invocation(&self, args: &str) -> Result<String, String> {
         let text = std::fs::read_to_string(&self.path)
             .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
-        let (_, body): (Meta, &str) = frontmatter::split(&text)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let (_, body): (Meta, &str) =
+            frontmatter::split(&text).map_err(|e| format!("{}: {e}", self.path.display()))?;
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let mut out = format!(
             "<skill name=\"{}\" location=\"{}\">\nPaths in this skill are relative to {}.\n\n{}\n</skill>",
@@ -183,7 +183,10 @@ impl Skills {
              repository's .coding-agent/skills/ (also .agents/skills/, .claude/skills/)."
                 .to_string()
         } else {
-            format!("Skills ({}), invoke one with /skill:NAME:", self.skills.len())
+            format!(
+                "Skills ({}), invoke one with /skill:NAME:",
+                self.skills.len()
+            )
         };
         for skill in &self.skills {
             out.push_str(&format!(
@@ -202,8 +205,8 @@ impl Skills {
 }
 
 fn read_skill(dir: &Path, path: &Path, origin: Origin) -> Result<Skill, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let (meta, _): (Meta, _) =
         frontmatter::split(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let folder = dir
@@ -299,7 +302,11 @@ mod tests {
         assert_eq!(found.skills[0].path, first);
         assert_eq!(found.problems.len(), 1);
         assert!(found.problems[0].contains(&second.display().to_string()));
-        assert!(found.report().contains("warning: skill `review` is defined twice"));
+        assert!(
+            found
+                .report()
+                .contains("warning: skill `review` is defined twice")
+        );
     }
 
     #[test]
@@ -317,7 +324,12 @@ mod tests {
     fn the_prompt_list_is_bounded() {
         let home = tempfile::tempdir().unwrap();
         for i in 0..100 {
-            skill(home.path(), "skills", &format!("s{i:03}"), &"long ".repeat(200));
+            skill(
+                home.path(),
+                "skills",
+                &format!("s{i:03}"),
+                &"long ".repeat(200),
+            );
         }
         let found = Skills::discover(&roots(home.path(), None));
         let section = found.prompt_section();
@@ -331,8 +343,15 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         skill(home.path(), "skills", "pdf", "PDFs");
         let found = Skills::discover(&roots(home.path(), None));
-        let text = found.get("pdf").unwrap().invocation("fill form.pdf").unwrap();
+        let text = found
+            .get("pdf")
+            .unwrap()
+            .invocation("fill form.pdf")
+            .unwrap();
         assert!(text.starts_with("<skill name=\"pdf\""), "{text}");
-        assert!(text.contains("Do pdf things.\n</skill>\n\nfill form.pdf"), "{text}");
+        assert!(
+            text.contains("Do pdf things.\n</skill>\n\nfill form.pdf"),
+            "{text}"
+        );
     }
 }

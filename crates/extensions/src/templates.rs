@@ -120,8 +120,8 @@ impl Templates {
 }
 
 fn read_template(path: &Path, origin: Origin) -> Result<Template, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let (meta, body): (Meta, _) =
         frontmatter::split(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let name = path
@@ -183,7 +183,10 @@ mod tests {
     #[test]
     fn arguments_and_positions_are_filled() {
         assert_eq!(
-            expand("Review $1 for $2.\nAll: $ARGUMENTS / $@", "src/lib.rs 'null checks'"),
+            expand(
+                "Review $1 for $2.\nAll: $ARGUMENTS / $@",
+                "src/lib.rs 'null checks'"
+            ),
             "Review src/lib.rs for null checks.\nAll: src/lib.rs 'null checks' / src/lib.rs 'null checks'"
         );
         assert_eq!(expand("Fix $1 and $3", "a"), "Fix a and");
@@ -218,6 +221,11 @@ mod tests {
         assert_eq!(found.get("ship").unwrap().origin, Origin::Project);
         assert_eq!(found.problems.len(), 2, "{:?}", found.problems);
         assert!(found.problems.iter().any(|p| p.contains("defined twice")));
-        assert!(found.problems.iter().any(|p| p.contains("/model is a built-in")));
+        assert!(
+            found
+                .problems
+                .iter()
+                .any(|p| p.contains("/model is a built-in"))
+        );
     }
 }

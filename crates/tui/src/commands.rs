@@ -295,7 +295,10 @@ mod tests {
             [Action::Prompt("/skill:pdf".into())]
         );
         let rows = matching("/re", &app.extra_commands);
-        assert!(rows.iter().any(|(n, h)| n == "/review" && h == "Review a file"));
+        assert!(
+            rows.iter()
+                .any(|(n, h)| n == "/review" && h == "Review a file")
+        );
         assert!(rows.iter().any(|(n, _)| n == "/redo"));
         assert!(
             matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate"))

@@ -21,7 +21,7 @@ mod terminal;
 pub mod ui;
 mod wrap;
 
-pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use commands::builtin_names;
+pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use runtime::{Options, run};
 pub use terminal::Screen;

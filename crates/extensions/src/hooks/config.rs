@@ -137,8 +137,11 @@ mod tests {
 
     #[test]
     fn matchers_match_whole_tool_names() {
-        let hook = Hook::compile(&config(HookEvent::PreToolUse, Some("edit|write")), Origin::User)
-            .unwrap();
+        let hook = Hook::compile(
+            &config(HookEvent::PreToolUse, Some("edit|write")),
+            Origin::User,
+        )
+        .unwrap();
         assert!(hook.applies(HookEvent::PreToolUse, Some("edit")));
         assert!(!hook.applies(HookEvent::PreToolUse, Some("edit_notebook")));
         assert!(!hook.applies(HookEvent::PostToolUse, Some("edit")));

@@ -107,8 +107,14 @@ impl Runner {
                 let _ = stdin.shutdown().await;
             })
         });
-        let stdout = child.stdout.take().map(|out| tokio::spawn(read_capped(out)));
-        let stderr = child.stderr.take().map(|err| tokio::spawn(read_capped(err)));
+        let stdout = child
+            .stdout
+            .take()
+            .map(|out| tokio::spawn(read_capped(out)));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|err| tokio::spawn(read_capped(err)));
 
         let exit = tokio::select! {
             status = child.wait() => match status {

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
-    AgentMessage, Approvals, CompactReason, HookContext, HookOutcome, HookRun, Hooks, NextTurn, ToolOutput,
-    TurnInfo,
+    AgentMessage, Approvals, CompactReason, HookContext, HookOutcome, HookRun, Hooks, NextTurn,
+    ToolOutput, TurnInfo,
 };
 use async_trait::async_trait;
 use llm::{Message, ToolCall, UserContent};
@@ -437,9 +437,9 @@ impl Hooks for ExtensionHooks {
             "last_assistant_message": last,
         });
         match self.run_in(HookEvent::Stop, None, fields, cx).await {
-            Verdict::Block(reason) => Some(format!(
-                "A stop hook asks you not to finish yet: {reason}"
-            )),
+            Verdict::Block(reason) => {
+                Some(format!("A stop hook asks you not to finish yet: {reason}"))
+            }
             Verdict::Go { .. } => None,
         }
     }
@@ -455,7 +455,12 @@ impl Hooks for ExtensionHooks {
             CompactReason::Threshold | CompactReason::Overflow => "auto",
         };
         match self
-            .run_in(HookEvent::PreCompact, None, json!({ "trigger": trigger }), cx)
+            .run_in(
+                HookEvent::PreCompact,
+                None,
+                json!({ "trigger": trigger }),
+                cx,
+            )
             .await
         {
             Verdict::Block(reason) => Err(format!("a pre_compact hook refused it: {reason}")),
