@@ -307,6 +307,16 @@ pub async fn build(
         cli.no_session,
         current,
     ));
+    if let Some(hooks) = &hooks {
+        // Weak: the agent holds the hooks, and the sessions hold the agent.
+        let sessions = Arc::downgrade(&sessions);
+        hooks.follow_sessions(move || {
+            sessions
+                .upgrade()
+                .and_then(|s| s.current())
+                .map(|(_, id)| id)
+        });
+    }
     Ok(Setup {
         agent,
         model,

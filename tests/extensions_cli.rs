@@ -535,5 +535,26 @@ async fn rpc_expands_templates_and_a_pre_compact_hook_can_keep_the_history() {
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(input["hook_event_name"], "pre_compact");
     assert_eq!(input["trigger"], "manual");
+    // Hooks are told the session they run in, also after /new.
+    let state = rpc.call(4, json!({"type": "get_state"}));
+    let id = state["data"]["session"]["id"].as_str().unwrap().to_string();
+    assert_eq!(input["session_id"], id.as_str());
+    let r = rpc.call(5, json!({"type": "new_session"}));
+    assert_eq!(r["success"], true, "{r}");
+    server.push(Reply::text("Third."));
+    server.push(Reply::text("Fourth."));
+    for (n, text) in [(6, "one"), (7, "two")] {
+        let r = rpc.call(n, json!({"type": "prompt", "message": text}));
+        assert_eq!(r["success"], true, "{r}");
+        rpc.event("agent_end");
+    }
+    let r = rpc.call(8, json!({"type": "compact"}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.event("compaction_end");
+    let state = rpc.call(9, json!({"type": "get_state"}));
+    let new_id = state["data"]["session"]["id"].as_str().unwrap().to_string();
+    assert_ne!(new_id, id);
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["session_id"], new_id.as_str());
     rpc.finish();
 }

@@ -1,7 +1,7 @@
 //! [`ExtensionHooks`]: the host's hooks (its approval guard) with the user's hook commands
 //! added at the same points — one pipeline, not two.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_core::{
     AgentMessage, Approvals, CompactReason, HookContext, HookOutcome, HookRun, Hooks, NextTurn,
@@ -33,7 +33,12 @@ pub struct ExtensionHooks {
     hooks: Vec<Hook>,
     runner: Runner,
     session_id: Mutex<String>,
+    /// Where the current session id is read from, once the host has one (sessions change
+    /// with `/new` and `/resume`).
+    session_source: OnceLock<SessionSource>,
 }
+
+type SessionSource = Box<dyn Fn() -> Option<String> + Send + Sync>;
 
 impl ExtensionHooks {
     /// `inner` keeps deciding what it decided (approvals); `hooks` run around it.
@@ -43,12 +48,28 @@ impl ExtensionHooks {
             hooks,
             runner,
             session_id: Mutex::new(String::new()),
+            session_source: OnceLock::new(),
         }
     }
 
-    /// The session id hooks are told (it changes with `/new` and `/resume`).
+    /// The session id hooks are told, until [`follow_sessions`](Self::follow_sessions).
     pub fn set_session(&self, id: &str) {
         *self.session_id.lock().unwrap_or_else(|e| e.into_inner()) = id.to_string();
+    }
+
+    /// Reads the session id from `source` from now on (when it has one); set once.
+    pub fn follow_sessions(&self, source: impl Fn() -> Option<String> + Send + Sync + 'static) {
+        let _ = self.session_source.set(Box::new(source));
+    }
+
+    fn session_id(&self) -> String {
+        if let Some(id) = self.session_source.get().and_then(|source| source()) {
+            return id;
+        }
+        self.session_id
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -58,7 +79,7 @@ impl ExtensionHooks {
     fn input(&self, event: HookEvent, fields: Value) -> Value {
         let mut input = json!({
             "hook_event_name": event.name(),
-            "session_id": *self.session_id.lock().unwrap_or_else(|e| e.into_inner()),
+            "session_id": self.session_id(),
             "cwd": self.runner.cwd,
         });
         if let (Some(input), Value::Object(fields)) = (input.as_object_mut(), fields) {
