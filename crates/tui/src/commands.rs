@@ -23,7 +23,14 @@ pub static COMMANDS: [SlashCommand; 20] = [
         args: "",
         help: "keys and commands",
         run: |app, _| {
-            app.push_cell(CellKind::Notice(help()));
+            let mut text = help();
+            if !app.extra_commands.is_empty() {
+                text.push_str("\nPrompt templates and skills:");
+                for (name, description) in &app.extra_commands {
+                    text.push_str(&format!("\n  {name}  {description}"));
+                }
+            }
+            app.push_cell(CellKind::Notice(text));
             Vec::new()
         },
     },
@@ -285,6 +292,9 @@ mod tests {
             [Action::Compact(Some("keep the API".into()))]
         );
         assert!(dispatch(&mut app, "/frobnicate", "").is_empty());
+        assert!(
+            matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate"))
+        );
         app.extra_commands = vec![("/review".into(), "Review a file".into())];
         assert_eq!(
             dispatch(&mut app, "/review", "src/a.rs"),
@@ -294,14 +304,15 @@ mod tests {
             dispatch(&mut app, "/skill:pdf", ""),
             [Action::Prompt("/skill:pdf".into())]
         );
+        dispatch(&mut app, "/help", "");
+        assert!(
+            matches!(&app.cells.last().unwrap().kind, CellKind::Notice(t) if t.contains("\n  /review  Review a file"))
+        );
         let rows = matching("/re", &app.extra_commands);
         assert!(
             rows.iter()
                 .any(|(n, h)| n == "/review" && h == "Review a file")
         );
         assert!(rows.iter().any(|(n, _)| n == "/redo"));
-        assert!(
-            matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate"))
-        );
     }
 }
