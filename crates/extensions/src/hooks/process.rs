@@ -99,6 +99,8 @@ impl Runner {
             Err(e) => return not_started(format!("cannot start {shell}: {e}")),
         };
         let pgid = child.id().map(|id| id as i32);
+        // If this future is dropped (the run was aborted while the hook ran), the group goes.
+        let mut group = GroupGuard { pgid, armed: true };
         let stdin_text = input.to_string();
         let writer = child.stdin.take().map(|mut stdin| {
             tokio::spawn(async move {
@@ -128,6 +130,8 @@ impl Runner {
             kill_group(pgid);
             let _ = child.wait().await;
         }
+        // Exited on its own: what it started in the background on purpose may go on.
+        group.armed = false;
         if let Some(writer) = writer {
             writer.abort();
         }
@@ -139,6 +143,20 @@ impl Runner {
             stdout,
             stderr,
             duration: Duration::ZERO,
+        }
+    }
+}
+
+/// Kills the hook's process group when dropped while armed.
+struct GroupGuard {
+    pgid: Option<i32>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            kill_group(self.pgid);
         }
     }
 }
@@ -181,5 +199,113 @@ async fn collect(
             reader.abort();
             String::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::config::{HookConfig, HookEvent};
+    use crate::skills::Origin;
+
+    fn hook(command: &str, timeout_secs: u64) -> Hook {
+        let config = HookConfig {
+            event: HookEvent::PreToolUse,
+            matcher: None,
+            command: command.to_string(),
+            timeout_secs: Some(timeout_secs),
+        };
+        Hook::compile(&config, Origin::User).unwrap()
+    }
+
+    fn runner(dir: &std::path::Path) -> Runner {
+        Runner {
+            cwd: dir.to_path_buf(),
+            ..Runner::default()
+        }
+    }
+
+    /// Gone, or a zombie nobody reaped yet (no init in a container).
+    fn dead(pid: &str) -> bool {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim().starts_with('Z'))
+    }
+
+    async fn pid_in(path: &std::path::Path) -> String {
+        loop {
+            if let Ok(pid) = std::fs::read_to_string(path)
+                && !pid.trim().is_empty()
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn input_goes_in_and_exit_code_and_output_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = runner(dir.path())
+            .run(
+                &hook("read line; echo \"got $line\"; echo warn >&2; exit 3", 5),
+                &serde_json::json!({"a": 1}),
+                &CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(ran.exit, Exit::Code(3));
+        assert_eq!(ran.stdout, "got {\"a\":1}\n");
+        assert_eq!(ran.stderr, "warn\n");
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let ran = runner(dir.path())
+            .run(&hook(&command, 1), &Value::Null, &CancellationToken::new())
+            .await;
+        assert_eq!(ran.exit, Exit::TimedOut);
+        assert!(ran.duration >= Duration::from_secs(1));
+        assert!(dead(&std::fs::read_to_string(&pid_file).unwrap()));
+    }
+
+    #[tokio::test]
+    async fn an_abort_or_a_dropped_run_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let cancel = CancellationToken::new();
+        let run = {
+            let (runner, hook, cancel) = (runner(dir.path()), hook(&command, 60), cancel.clone());
+            tokio::spawn(async move { runner.run(&hook, &Value::Null, &cancel).await })
+        };
+        let pid = pid_in(&pid_file).await;
+        cancel.cancel();
+        assert_eq!(run.await.unwrap().exit, Exit::Aborted);
+        assert!(dead(&pid));
+
+        std::fs::remove_file(&pid_file).unwrap();
+        let run = {
+            let (runner, hook) = (runner(dir.path()), hook(&command, 60));
+            tokio::spawn(async move {
+                runner
+                    .run(&hook, &Value::Null, &CancellationToken::new())
+                    .await
+            })
+        };
+        let pid = pid_in(&pid_file).await;
+        run.abort();
+        let _ = run.await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !dead(&pid) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(dead(&pid), "the hook's child outlived a dropped run");
     }
 }
