@@ -558,3 +558,38 @@ async fn rpc_expands_templates_and_a_pre_compact_hook_can_keep_the_history() {
     assert_eq!(input["session_id"], new_id.as_str());
     rpc.finish();
 }
+
+#[tokio::test]
+async fn a_repository_s_hooks_run_only_when_it_is_trusted() {
+    let env = Env::new();
+    let project = env.work.path().join(".coding-agent");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("config.toml"),
+        "[[hooks]]\nevent = \"user_prompt_submit\"\ncommand = \"touch repo-hook-ran\"\n",
+    )
+    .unwrap();
+    let server = serve(vec![Reply::text("one"), Reply::text("two")]).await;
+    let out = env
+        .run(Some(&server), &["--mode", "json", "hi", "--tools", ""], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!env.work.path().join("repo-hook-ran").exists());
+    assert!(hook_runs(&events(&out.stdout)).is_empty());
+    assert!(
+        text(&out.stderr).contains("is not trusted"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = env
+        .run(
+            Some(&server),
+            &["--mode", "json", "hi", "--tools", "", "--trust"],
+            "",
+        )
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(env.work.path().join("repo-hook-ran").exists());
+    assert_eq!(hook_runs(&events(&out.stdout)).len(), 1);
+}
