@@ -32,6 +32,13 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Where the TUI draws: `inline` (the default) or `alternate`.
     pub screen: Option<ScreenConfig>,
+    /// `[[hooks]]`: commands run at lifecycle points (the home config's).
+    #[serde(default)]
+    pub hooks: Vec<extensions::HookConfig>,
+    /// The `[[hooks]]` of a trusted repository's config, kept apart: they are the
+    /// repository's, and the user is shown where each came from.
+    #[serde(skip)]
+    pub project_hooks: Vec<extensions::HookConfig>,
     /// What loading had to say (settings it ignored), for the user to see once.
     #[serde(skip)]
     pub notices: Vec<String>,
@@ -136,6 +143,19 @@ pub struct ModelConfig {
 }
 
 impl Config {
+    /// Every `[[hooks]]` table, the home config's first, with where it was written.
+    pub fn all_hooks(&self) -> Vec<(extensions::HookConfig, extensions::Origin)> {
+        let home = self
+            .hooks
+            .iter()
+            .map(|h| (h.clone(), extensions::Origin::User));
+        let project = self
+            .project_hooks
+            .iter()
+            .map(|h| (h.clone(), extensions::Origin::Project));
+        home.chain(project).collect()
+    }
+
     /// The home config, then the project's over it (if the repository is trusted); missing
     /// files are fine.
     /// `trusted`: whether the repository's own config may be read at all.
@@ -161,6 +181,7 @@ impl Config {
             // Nor choose the model, which chooses the provider your key goes to. (Once a
             // repository can be trusted, a trusted one may.)
             let mut overrides = overrides;
+            config.project_hooks = std::mem::take(&mut overrides.hooks);
             // Nor widen what the agent may do without asking.
             if overrides.sandbox.is_set() || overrides.approval.is_some() {
                 overrides.sandbox = SandboxConfig::default();
@@ -225,7 +246,8 @@ impl Config {
         bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
         self.screen = other.screen.or(self.screen);
-        // `[sandbox]` and `approval` come from the home config only (see `load`).
+        // `[sandbox]` and `approval` come from the home config only (see `load`); the
+        // project's `[[hooks]]` are kept apart in `project_hooks`.
     }
 
     /// Adds the configured providers and models to `registry`.
@@ -308,6 +330,28 @@ models = [{ id = "qwen", context_window = 32768 }]
         let mut registry = Registry::builtin();
         config.extend_registry(&mut registry).unwrap();
         assert_eq!(registry.get("local/qwen").unwrap().context_window, 32768);
+    }
+
+    #[test]
+    fn reads_hooks() {
+        let config = Config::parse(
+            r#"
+[[hooks]]
+event = "pre_tool_use"
+matcher = "bash"
+command = "./check.sh"
+timeout_secs = 5
+[[hooks]]
+event = "stop"
+command = "true"
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.hooks.len(), 2);
+        assert_eq!(config.hooks[0].event, extensions::HookEvent::PreToolUse);
+        assert_eq!(config.hooks[0].timeout_secs, Some(5));
+        let err = Config::parse("[[hooks]]\nevent = \"pre_tool\"\ncommand = \"x\"\n").unwrap_err();
+        assert!(err.starts_with("2:9:"), "{err}");
     }
 
     #[test]

@@ -80,7 +80,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
         _ => None,
     };
     let resumed = setup::find_resumed(&cli, &home, &cwd)?;
-    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files)?;
+    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files).await?;
     // The TUI shows them in the conversation; elsewhere they go to stderr.
     if headless_prompt.is_some() || cli.mode == Mode::Rpc {
         for notice in &setup.notices {

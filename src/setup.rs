@@ -42,6 +42,21 @@ pub struct Setup {
     pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
     /// What confines commands and when the agent asks.
     pub safety: crate::safety::Safety,
+    /// Skills, prompt templates and hooks.
+    pub extensions: Arc<extensions::Extensions>,
+    /// The `session_start` hooks that ran before the agent started, for the modes to show.
+    pub hook_runs: Vec<agent_core::HookRun>,
+}
+
+impl Setup {
+    /// The message `text` stands for: a `/template args` or `/skill:name args` expanded,
+    /// anything else as it is. `Err` names an unknown skill.
+    pub fn expand(&self, text: &str) -> Result<String, String> {
+        Ok(self
+            .extensions
+            .expand(text)?
+            .unwrap_or_else(|| text.to_string()))
+    }
 }
 
 pub fn home() -> Result<Home, Fail> {
@@ -88,7 +103,7 @@ pub struct Resumed {
 }
 
 /// Builds the agent for `cli` (and a resumed session, if asked).
-pub fn build(
+pub async fn build(
     cli: &Cli,
     config: &Config,
     cwd: PathBuf,
@@ -145,7 +160,19 @@ pub fn build(
         .map(|t| (t.name().to_string(), t.view()))
         .collect();
     let inputs = PromptInputs::gather(&home, &cwd, &date, tools::prompt_section(&names), repo);
-    let system_prompt = SystemPrompt::load(&home, &cwd, repo).render(&inputs);
+    let mut system_prompt = SystemPrompt::load(&home, &cwd, repo).render(&inputs);
+    // A repository's skills, templates and hooks steer the agent: a trusted one's only.
+    let project = (repo == session::RepoFiles::Read).then(|| session::repository_root(&cwd));
+    let extensions = Arc::new(extensions::Extensions::load(
+        home.root(),
+        project.as_deref(),
+        &config.all_hooks(),
+        &tui::builtin_names(),
+    ));
+    let skills = extensions.skills.prompt_section();
+    if !skills.is_empty() {
+        system_prompt = format!("{}\n\n{skills}", system_prompt.trim_end());
+    }
 
     // --api-key belongs to the model it was given for, not to every provider /model reaches.
     let router = match &cli.api_key {
@@ -158,7 +185,22 @@ pub fn build(
     agent_config.thinking = thinking;
     agent_config.system_prompt = system_prompt;
     agent_config.tools = tools;
-    agent_config.hooks = safety.guard.clone();
+    // The user's hook commands run at the guard's hook points, in the same sandbox as bash.
+    let hooks = (!extensions.hooks.is_empty()).then(|| {
+        Arc::new(extensions::ExtensionHooks::new(
+            safety.guard.clone(),
+            extensions.hooks.clone(),
+            extensions::Runner {
+                cwd: cwd.clone(),
+                sandbox: safety.sandbox.clone(),
+                hidden_env: tool_options.bash.hidden_env.clone(),
+            },
+        ))
+    });
+    agent_config.hooks = match &hooks {
+        Some(hooks) => hooks.clone(),
+        None => safety.guard.clone(),
+    };
     agent_config.stream_options = stream_options.clone();
     if let Some(mode) = config.queue.steering {
         agent_config.steering_mode = mode;
@@ -211,6 +253,26 @@ pub fn build(
         timeline,
     ));
     let mut notices = config.notices.clone();
+    notices.extend(extensions.problems());
+    let mut hook_runs = Vec::new();
+    if let Some(hooks) = &hooks {
+        if let Some((_, id)) = &current {
+            hooks.set_session(id);
+        }
+        let source = if agent_config.messages.is_empty() {
+            "startup"
+        } else {
+            "resume"
+        };
+        let (runs, context) = hooks.session_start(source).await;
+        hook_runs = runs;
+        if let Some(context) = context {
+            agent_config.system_prompt = format!(
+                "{}\n\n# Session context (from session_start hooks)\n\n{context}",
+                agent_config.system_prompt.trim_end()
+            );
+        }
+    }
     if config.checkpoints.enabled == Some(false) {
         checkpoints.turn_off("off in the config ([checkpoints] enabled = false)");
     } else if let Err(reason) = crate::checkpoints::git_available() {
@@ -245,6 +307,16 @@ pub fn build(
         cli.no_session,
         current,
     ));
+    if let Some(hooks) = &hooks {
+        // Weak: the agent holds the hooks, and the sessions hold the agent.
+        let sessions = Arc::downgrade(&sessions);
+        hooks.follow_sessions(move || {
+            sessions
+                .upgrade()
+                .and_then(|s| s.current())
+                .map(|(_, id)| id)
+        });
+    }
     Ok(Setup {
         agent,
         model,
@@ -258,6 +330,8 @@ pub fn build(
         notices,
         tool_views,
         safety,
+        extensions,
+        hook_runs,
     })
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use agent_core::{AgentEvent, AgentMessage};
+use agent_core::{AgentEvent, AgentMessage, HookOutcome};
 use llm::StopReason;
 
 use crate::setup::Setup;
@@ -18,10 +18,25 @@ pub enum Output {
 }
 
 pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
+    // `-p "/review src/lib.rs"` runs the template, as typing it in the TUI does.
+    let prompt = match setup.expand(&prompt) {
+        Ok(prompt) => prompt,
+        Err(err) => {
+            eprintln!("coding-agent: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let Setup {
-        agent, sessions, ..
+        agent,
+        sessions,
+        hook_runs,
+        ..
     } = setup;
     let mut events = agent.subscribe();
+    // The session_start hooks ran before anyone listened: their runs go first.
+    for run in hook_runs {
+        agent.announce_hook_run(run);
+    }
     if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
         eprintln!("coding-agent: {err}");
         return ExitCode::FAILURE;
@@ -80,6 +95,20 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
                 }
                 last = Some(message.clone());
             }
+            AgentEvent::HookRun { run }
+                if output == Output::Answer && run.outcome != HookOutcome::Ok =>
+            {
+                let outcome = serde_json::to_value(run.outcome).unwrap_or_default();
+                eprintln!(
+                    "[hook {}] {}: {}",
+                    run.event,
+                    outcome.as_str().unwrap_or_default(),
+                    one_line(run.message.as_deref().unwrap_or(&run.command), 200)
+                );
+            }
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Notice(notice),
+            } if output == Output::Answer => eprintln!("coding-agent: {}", notice.text),
             // Nothing else queues messages in these modes: the first run's end is the end.
             AgentEvent::AgentEnd { .. } => break,
             _ => {}

@@ -29,6 +29,13 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         sandbox: setup.safety.summary.label.clone(),
         first_prompt,
         screen,
+        extra_commands: setup
+            .extensions
+            .commands()
+            .into_iter()
+            .map(|c| (c.name, c.help))
+            .collect(),
+        hook_runs: setup.hook_runs.clone(),
     };
     let host = Arc::new(TuiHost {
         safety: safety_status(&setup),
@@ -36,6 +43,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         sessions: setup.sessions.clone(),
         registry: setup.registry.clone(),
         shell: setup.shell.clone(),
+        extensions: setup.extensions.clone(),
     });
     let result = tui::run(setup.agent.clone(), host, options).await;
     for error in setup.sessions.recorder().finish().await {
@@ -60,12 +68,21 @@ struct TuiHost {
     sessions: Arc<Sessions>,
     registry: Registry,
     shell: Arc<dyn Tool>,
+    extensions: Arc<extensions::Extensions>,
 }
 
 #[async_trait]
 impl Host for TuiHost {
     fn models(&self) -> Vec<Model> {
         self.registry.models()
+    }
+
+    fn expand(&self, text: &str) -> Result<Option<String>, String> {
+        self.extensions.expand(text)
+    }
+
+    fn skills(&self) -> String {
+        self.extensions.skills.report()
     }
 
     async fn new_session(&self) -> Result<(), String> {

@@ -18,6 +18,10 @@ use crate::setup::Setup;
 
 pub async fn run(setup: Setup) -> ExitCode {
     let mut events = setup.agent.subscribe();
+    // The session_start hooks ran before anyone listened: their runs go first.
+    for run in &setup.hook_runs {
+        setup.agent.announce_hook_run(run.clone());
+    }
     crate::checkpoints::prune_in_background(&setup.sessions.home);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stop = crate::modes::headless::stop_signals();
@@ -110,15 +114,18 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         Command::Prompt {
             message,
             streaming_behavior,
-        } => match agent.prompt(AgentMessage::user(&message)).await {
+        } => match agent
+            .prompt(AgentMessage::user(setup.expand(&message)?))
+            .await
+        {
             Ok(()) => Ok(None),
             Err(AgentError::Busy) => match streaming_behavior {
                 Some(StreamingBehavior::Steer) => Ok(queued(
-                    agent.steer(AgentMessage::user(message)),
+                    agent.steer(AgentMessage::user(setup.expand(&message)?)),
                     QueueKind::Steer,
                 )),
                 Some(StreamingBehavior::FollowUp) => Ok(queued(
-                    agent.follow_up(AgentMessage::user(message)),
+                    agent.follow_up(AgentMessage::user(setup.expand(&message)?)),
                     QueueKind::FollowUp,
                 )),
                 None => Err("the agent is busy: send `steer` or `follow_up`, or give \
@@ -128,11 +135,11 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
             Err(err) => Err(err.to_string()),
         },
         Command::Steer { message } => Ok(queued(
-            agent.steer(AgentMessage::user(message)),
+            agent.steer(AgentMessage::user(setup.expand(&message)?)),
             QueueKind::Steer,
         )),
         Command::FollowUp { message } => Ok(queued(
-            agent.follow_up(AgentMessage::user(message)),
+            agent.follow_up(AgentMessage::user(setup.expand(&message)?)),
             QueueKind::FollowUp,
         )),
         Command::Abort => {

@@ -157,6 +157,11 @@ impl Agent {
         self.send(Command::Announce(AgentEvent::CheckpointRestored { record }));
     }
 
+    /// Tells every reader about a hook the host ran itself, outside a run (`session_start`).
+    pub fn announce_hook_run(&self, run: crate::HookRun) {
+        self.send(Command::Announce(AgentEvent::HookRun { run }));
+    }
+
     pub fn set_queue_modes(&self, steering: QueueMode, follow_up: QueueMode) {
         self.send(Command::SetQueueModes(steering, follow_up));
     }

@@ -79,7 +79,8 @@ impl Balance {
             | AgentEvent::ApprovalDecided { .. }
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
-            | AgentEvent::Rewound { .. } => {}
+            | AgentEvent::Rewound { .. }
+            | AgentEvent::HookRun { .. } => {}
         }
     }
 

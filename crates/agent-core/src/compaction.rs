@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use llm::{AssistantMessage, Model, StopReason};
 use tokio_util::sync::CancellationToken;
 
-use crate::{AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary};
+use crate::{
+    AgentEvent, AgentMessage, CompactReason, CompactionOutcome, CompactionSummary, HookContext,
+    Hooks,
+};
 
 /// Why a summary could not be made; the history stays as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,14 +81,16 @@ pub fn is_context_overflow(message: &AssistantMessage) -> bool {
 
 /// Compacts `messages` in place if the compactor plans a cut, emitting `compaction_start` and
 /// `compaction_end`. Returns true when the history was compacted; on failure it is unchanged.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn compact_history(
     compactor: &dyn Compactor,
+    hooks: &dyn Hooks,
     messages: &mut Vec<AgentMessage>,
     model: &Model,
     reason: CompactReason,
     instructions: Option<&str>,
     cancel: &CancellationToken,
-    emit: impl Fn(AgentEvent),
+    emit: impl Fn(AgentEvent) + Send + Sync,
 ) -> bool {
     let Some(keep_from) = compactor
         .plan(messages, model, reason)
@@ -94,6 +99,20 @@ pub(crate) async fn compact_history(
         return false;
     };
     emit(AgentEvent::CompactionStart { reason });
+    // The host's pre-compaction hooks may keep the history as it is.
+    let cx = HookContext::emitting(&emit, cancel.clone());
+    let verdict = tokio::select! {
+        verdict = hooks.before_compact(reason, &cx) => verdict,
+        _ = cancel.cancelled() => Err(CompactionError::Aborted.to_string()),
+    };
+    drop(cx);
+    if let Err(error) = verdict {
+        emit(AgentEvent::CompactionEnd {
+            reason,
+            outcome: CompactionOutcome::Failed { error },
+        });
+        return false;
+    }
     let summarize = compactor.summarize(
         messages,
         keep_from,

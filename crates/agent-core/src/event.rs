@@ -128,6 +128,48 @@ pub enum AgentEvent {
         messages: Vec<AgentMessage>,
         leaf: Option<String>,
     },
+    /// A user-configured hook ran (or failed to): every run is announced, so a hook never
+    /// fires — or fails — unseen.
+    HookRun {
+        run: HookRun,
+    },
+}
+
+/// One run of a configured hook command and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRun {
+    /// The lifecycle point: `session_start`, `user_prompt_submit`, `pre_tool_use`,
+    /// `post_tool_use`, `stop`, `pre_compact`.
+    pub event: String,
+    /// The command line, as configured.
+    pub command: String,
+    pub outcome: HookOutcome,
+    /// Wall time of the command, in milliseconds.
+    pub duration_ms: u64,
+    /// The tool call it ran for (tool events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// What the user should read: the block reason, the warning, the timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// How a hook run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// Exit 0: the action goes on.
+    Ok,
+    /// Exit 0 and the hook replaced the tool call's arguments.
+    Rewrote,
+    /// Exit 2: the action was blocked (stop hook: the agent was told to go on).
+    Blocked,
+    /// Another exit code, or output that could not be read: the action goes on.
+    Warning,
+    /// Killed (with its process group) after its timeout; the action goes on.
+    TimedOut,
+    /// The command could not be started; the action goes on.
+    Failed,
 }
 
 /// Why a compaction was attempted.

@@ -32,9 +32,10 @@ pub use checkpoint::{
 };
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
-    AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,
+    AgentEvent, CompactReason, CompactionOutcome, HookOutcome, HookRun, ResetReason, RunSummary,
+    ToolOutcome, ToolRun,
 };
-pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
+pub use hooks::{HookContext, Hooks, NextTurn, NoHooks, TurnInfo};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use protocol::{AgentConfig, AgentError, AgentSnapshot};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};

@@ -298,12 +298,14 @@ impl Owner {
         let tx = self.internal_tx.clone();
         let token = cancel.clone();
         let done = tx.clone();
+        let hooks = self.hooks.clone();
         let compaction = async move {
             let emit = |event| {
                 let _ = tx.send(Internal::Event(event));
             };
             compact_history(
                 compactor.as_ref(),
+                hooks.as_ref(),
                 &mut messages,
                 &model,
                 CompactReason::Manual,

@@ -18,8 +18,8 @@ use crate::compaction::compact_history;
 use crate::io::{Internal, LoopIo};
 use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
-    AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, Hooks, QueuedMessage, Tool,
-    ToolOutcome, TurnInfo, is_context_overflow,
+    AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, HookContext, Hooks,
+    QueuedMessage, Tool, ToolOutcome, TurnInfo, is_context_overflow,
 };
 
 /// Everything a run needs, copied from the agent when the run starts.
@@ -47,6 +47,7 @@ impl RunContext {
         let emit = |event| io.emit(event);
         compact_history(
             compactor.as_ref(),
+            self.hooks.as_ref(),
             &mut self.messages,
             &self.model,
             reason,
@@ -114,7 +115,37 @@ impl RunContext {
             self.messages.push(message);
         }
     }
+
+    /// Passes each user message through the prompt hook. A refused one is replaced by a
+    /// notice saying why (the model never sees it); returns the messages and whether any
+    /// message for the model is left.
+    async fn screen(&self, messages: Vec<AgentMessage>, io: &LoopIo) -> (Vec<AgentMessage>, bool) {
+        let cx = HookContext::new(io);
+        let mut out = Vec::with_capacity(messages.len());
+        let mut kept = false;
+        for message in messages {
+            if !matches!(message, AgentMessage::User(_)) {
+                kept |= !matches!(message, AgentMessage::Notice(_));
+                out.push(message);
+                continue;
+            }
+            match self.hooks.before_prompt(message, &cx).await {
+                Ok(message) => {
+                    kept = true;
+                    out.push(message);
+                }
+                Err(reason) => out.push(AgentMessage::notice(format!(
+                    "Your message was not sent: a hook refused it: {reason}"
+                ))),
+            }
+        }
+        (out, kept)
+    }
 }
+
+/// How often one run may be sent on by the stop hook: a hook that always objects must not
+/// keep the agent busy forever.
+const MAX_STOP_CONTINUATIONS: u32 = 5;
 
 /// What a run starts from: the prompt messages, and the ids of those that came from a queue.
 pub(crate) struct Start {
@@ -140,16 +171,31 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
     // The prompt belongs to the history even if the run is aborted before the model answers.
     ctx.start_turn(&io);
     let mut turn_open = true;
-    ctx.inject(start.messages, start.delivered, &io);
+    let prompted = !start.messages.is_empty();
+    let (messages, kept) = ctx.screen(start.messages, &io).await;
+    ctx.inject(messages, start.delivered, &io);
     let mut pending = io.take(Internal::TakeSteering).await;
+    if prompted && !kept && pending.is_empty() {
+        // Every message of the prompt was refused by a hook: there is nothing to answer.
+        io.emit(AgentEvent::TurnEnd {
+            turn: ctx.turn,
+            message: AssistantMessage::empty(&ctx.model.id, &ctx.model.provider),
+            tool_results: Vec::new(),
+        });
+        return true;
+    }
     let mut drained = false;
+    // What a stop hook asked the model to do next; it bypasses the queues (and the prompt hook).
+    let mut resumed: Vec<AgentMessage> = Vec::new();
+    let mut continued = 0;
     // A context-overflow error earns one compaction and one retry per run, not a loop.
     let mut overflow_retried = false;
 
     'outer: loop {
         let mut first = true;
         let mut more_tool_calls = false;
-        while first || more_tool_calls || !pending.is_empty() {
+        while first || more_tool_calls || !pending.is_empty() || !resumed.is_empty() {
+            let was_first = first;
             first = false;
             if io.cancel.is_cancelled() {
                 // Taken from the queue but never seen by the model: give them back.
@@ -168,12 +214,21 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 }
                 break 'outer;
             }
+            let queued = Start::from_queue(std::mem::take(&mut pending));
+            let (mut messages, kept) = ctx.screen(queued.messages, &io).await;
+            let kept = kept || !resumed.is_empty();
+            messages.append(&mut resumed);
+            if !was_first && !more_tool_calls && !kept {
+                // Everything that would have started this turn was refused by a hook: the
+                // model has nothing new to answer. The notices still go into the history.
+                ctx.inject(messages, queued.delivered, &io);
+                break;
+            }
             if !turn_open {
                 ctx.start_turn(&io);
             }
             turn_open = false;
-            let queued = Start::from_queue(std::mem::take(&mut pending));
-            ctx.inject(queued.messages, queued.delivered, &io);
+            ctx.inject(messages, queued.delivered, &io);
             // Before every model call, not only between runs: one long run of tool calls can
             // outgrow the window on its own.
             ctx.compact(CompactReason::Threshold, &io).await;
@@ -276,6 +331,18 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
             break;
         }
         pending = io.take(Internal::TakeFollowUp).await;
+        if pending.is_empty() && continued < MAX_STOP_CONTINUATIONS {
+            let cx = HookContext::new(&io);
+            let goal = tokio::select! {
+                goal = ctx.hooks.before_stop(&ctx.messages, continued, &cx) => goal,
+                _ = io.cancel.cancelled() => break,
+            };
+            if let Some(text) = goal {
+                continued += 1;
+                resumed.push(AgentMessage::user(text));
+                continue;
+            }
+        }
         if pending.is_empty() {
             drained = true;
             break;

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::coerce;
 use crate::io::LoopIo;
 use crate::{
-    AgentEvent, Approvals, Concurrency, Hooks, Tool, ToolContext, ToolOutcome, ToolOutput,
-    validate_arguments,
+    AgentEvent, Approvals, Concurrency, HookContext, Hooks, Tool, ToolContext, ToolOutcome,
+    ToolOutput, validate_arguments,
 };
 
 const ABORTED: &str = "Tool call was aborted.";
@@ -182,8 +182,14 @@ async fn run_call(
     let (output, outcome) = match prepared {
         Err(refused) => refused,
         Ok((tool, args)) => {
+            // The after-hook sees the arguments that ran (a hook may have replaced them).
+            let ran = ToolCall {
+                arguments: args.clone(),
+                ..call.clone()
+            };
             let (output, stopped) = execute(tool, call, args, io, token).await;
-            let output = toolbox.hooks.after_tool_call(call, output).await;
+            let cx = HookContext::new(io);
+            let output = toolbox.hooks.after_tool_run(&ran, output, &cx).await;
             let outcome = match stopped {
                 Stopped::No if output.is_error => ToolOutcome::Error,
                 Stopped::No => ToolOutcome::Ok,
@@ -236,6 +242,38 @@ async fn prepare(
     if cancel.is_cancelled() {
         return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
     }
+    // The host's hook commands may block the call or replace its arguments; the approval
+    // check below then judges what will actually run.
+    let cx = HookContext::new(io);
+    let rewritten = tokio::select! {
+        rewritten = toolbox.hooks.rewrite_tool_call(call, &cx) => rewritten,
+        _ = cancel.cancelled() => {
+            return Err((ToolOutput::error(NOT_RUN_ABORTED), ToolOutcome::Aborted));
+        }
+    };
+    let replaced = match rewritten {
+        Err(reason) => {
+            return Err((
+                ToolOutput::error(format!("Tool call `{}` was blocked: {reason}", call.name)),
+                ToolOutcome::Blocked,
+            ));
+        }
+        Ok(None) => None,
+        Ok(Some(mut new_args)) => {
+            if let Err(problem) = validate_arguments(&tool.parameters(), &mut new_args) {
+                return Err(error(format!(
+                    "A hook replaced the arguments of `{}` with invalid ones: {problem}.",
+                    call.name
+                )));
+            }
+            args = new_args.clone();
+            Some(ToolCall {
+                arguments: new_args,
+                ..call.clone()
+            })
+        }
+    };
+    let call = replaced.as_ref().unwrap_or(call);
     // A hook that asks the user must not hold up an abort.
     let approvals = Approvals { io: Some(io), call };
     let verdict = tokio::select! {

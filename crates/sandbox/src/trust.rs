@@ -157,8 +157,8 @@ fn content(hasher: &mut Sha256, path: &Path) {
 }
 
 /// What the repository at `root` would have the agent load when it runs in `cwd`, for the
-/// trust question: the entries under `.coding-agent/` (directories themselves left out) and
-/// the `AGENTS.md` and `CLAUDE.md` files, in every directory from the root down to `cwd`
+/// trust question: the entries under `.coding-agent/` (directories themselves left out), the
+/// `AGENTS.md` and `CLAUDE.md` files and the `.agents/skills/` and `.claude/skills/` folders, in every directory from the root down to `cwd`
 /// (the root alone when `cwd` is not inside it). Empty: nothing to ask about.
 pub fn wants(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<&Path> = cwd
@@ -184,7 +184,10 @@ pub fn wants(root: &Path, cwd: &Path) -> Vec<PathBuf> {
                     .map(|e| e.into_path()),
             );
         }
-        for name in ["AGENTS.md", "CLAUDE.md"] {
+        // Skills other agents' users bring along steer the model like AGENTS.md does; the
+        // folders are listed (not each file of every skill) and, like AGENTS.md, not
+        // fingerprinted.
+        for name in ["AGENTS.md", "CLAUDE.md", ".agents/skills", ".claude/skills"] {
             let path = dir.join(name);
             if fs::symlink_metadata(&path).is_ok() {
                 found.push(path);

@@ -68,6 +68,8 @@ pub enum Action {
     ClearScreen,
     /// Open the full-screen transcript (Ctrl+O in inline mode).
     Overlay,
+    /// List the skills and where each came from (`/skills`).
+    Skills,
     Quit,
 }
 
@@ -112,6 +114,8 @@ pub struct App {
     /// This run already said it was interrupted.
     interrupted_shown: bool,
     pub should_quit: bool,
+    /// Slash commands that prompt templates and skills add: (name with slash, description).
+    pub extra_commands: Vec<(String, String)>,
     /// Something changed since the last frame.
     pub dirty: bool,
 }
@@ -144,6 +148,7 @@ impl App {
             retry: None,
             interrupted_shown: false,
             should_quit: false,
+            extra_commands: Vec::new(),
             dirty: true,
         }
     }
@@ -340,6 +345,9 @@ impl App {
                     )),
                 };
                 self.push_cell(cell);
+            }
+            AgentEvent::HookRun { run } => {
+                self.push_cell(crate::hooks_view::hook_cell(run));
             }
             AgentEvent::TurnStart { .. }
             | AgentEvent::TurnEnd { .. }

@@ -16,14 +16,21 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 19] = [
+pub static COMMANDS: [SlashCommand; 20] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
         args: "",
         help: "keys and commands",
         run: |app, _| {
-            app.push_cell(CellKind::Notice(help()));
+            let mut text = help();
+            if !app.extra_commands.is_empty() {
+                text.push_str("\nPrompt templates and skills:");
+                for (name, description) in &app.extra_commands {
+                    text.push_str(&format!("\n  {name}  {description}"));
+                }
+            }
+            app.push_cell(CellKind::Notice(text));
             Vec::new()
         },
     },
@@ -136,6 +143,13 @@ pub static COMMANDS: [SlashCommand; 19] = [
         run: |_, _| vec![Action::Choose(ChoiceKind::Rule)],
     },
     SlashCommand {
+        name: "/skills",
+        aliases: &[],
+        args: "",
+        help: "the skills the agent knows and where each came from (/skill:NAME uses one)",
+        run: |_, _| vec![Action::Skills],
+    },
+    SlashCommand {
         name: "/redraw",
         aliases: &[],
         args: "",
@@ -187,10 +201,28 @@ pub fn find(name: &str) -> Option<&'static SlashCommand> {
         .find(|c| c.name == name || c.aliases.contains(&name))
 }
 
-/// Runs `/name args`; an unknown name says so.
+/// Every built-in name, aliases too: prompt templates cannot take them.
+pub fn builtin_names() -> Vec<&'static str> {
+    COMMANDS
+        .iter()
+        .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+        .collect()
+}
+
+/// Runs `/name args`; a prompt template or `/skill:name` is sent (the host expands it); an
+/// unknown name says so.
 pub fn dispatch(app: &mut App, name: &str, args: &str) -> Vec<Action> {
+    let extra = name.starts_with("/skill:") || app.extra_commands.iter().any(|(n, _)| n == name);
     match find(name) {
         Some(command) => (command.run)(app, args),
+        None if extra => {
+            let text = format!("{name} {args}").trim_end().to_string();
+            if app.running {
+                vec![Action::Steer(text)]
+            } else {
+                vec![Action::Prompt(text)]
+            }
+        }
         None => {
             app.push_cell(CellKind::Error(format!(
                 "Unknown command {name}; /help lists them."
@@ -200,11 +232,24 @@ pub fn dispatch(app: &mut App, name: &str, args: &str) -> Vec<Action> {
     }
 }
 
-/// The commands whose name starts with `prefix`, by their index in [`COMMANDS`].
-pub fn matching(prefix: &str) -> Vec<usize> {
-    (0..COMMANDS.len())
-        .filter(|&i| COMMANDS[i].name.starts_with(prefix))
-        .collect()
+/// The commands whose name starts with `prefix`, built-in ones first, then `extra` (prompt
+/// templates, skills): (name, what `/help` says).
+pub fn matching(prefix: &str, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let builtin = COMMANDS
+        .iter()
+        .filter(|c| c.name.starts_with(prefix))
+        .map(|command| {
+            let help = match command.args {
+                "" => command.help.to_string(),
+                args => format!("{args}  {}", command.help),
+            };
+            (command.name.to_string(), help)
+        });
+    let extra = extra
+        .iter()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .cloned();
+    builtin.chain(extra).collect()
 }
 
 fn help() -> String {
@@ -250,5 +295,24 @@ mod tests {
         assert!(
             matches!(&app.cells.last().unwrap().kind, CellKind::Error(e) if e.contains("/frobnicate"))
         );
+        app.extra_commands = vec![("/review".into(), "Review a file".into())];
+        assert_eq!(
+            dispatch(&mut app, "/review", "src/a.rs"),
+            [Action::Prompt("/review src/a.rs".into())]
+        );
+        assert_eq!(
+            dispatch(&mut app, "/skill:pdf", ""),
+            [Action::Prompt("/skill:pdf".into())]
+        );
+        dispatch(&mut app, "/help", "");
+        assert!(
+            matches!(&app.cells.last().unwrap().kind, CellKind::Notice(t) if t.contains("\n  /review  Review a file"))
+        );
+        let rows = matching("/re", &app.extra_commands);
+        assert!(
+            rows.iter()
+                .any(|(n, h)| n == "/review" && h == "Review a file")
+        );
+        assert!(rows.iter().any(|(n, _)| n == "/redo"));
     }
 }

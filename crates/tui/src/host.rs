@@ -71,6 +71,15 @@ pub trait Host: Send + Sync + 'static {
     async fn label(&self, name: String) -> Result<(), String>;
     /// Copies the current branch into a new session file and goes on there; returns its id.
     async fn fork(&self) -> Result<String, String>;
+    /// The prompt a `/template args` or `/skill:name args` line stands for; `Ok(None)` for
+    /// any other text, `Err` for an unknown skill.
+    fn expand(&self, _text: &str) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+    /// `/skills`: the skills and where each came from.
+    fn skills(&self) -> String {
+        "No skills.".to_string()
+    }
 }
 
 /// A user message `/rewind` can go back to.

@@ -185,7 +185,8 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         }
         _ => {
             app.editor.input(key);
-            input.popup = Popup::for_text(&app.editor.text(), &input.files);
+            input.popup =
+                Popup::for_text_with(&app.editor.text(), &input.files, &app.extra_commands);
             Vec::new()
         }
     }

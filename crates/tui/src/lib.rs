@@ -9,6 +9,7 @@ mod commands;
 pub mod editor;
 mod highlight;
 mod history;
+mod hooks_view;
 mod host;
 mod inline;
 pub mod input;
@@ -20,6 +21,7 @@ mod terminal;
 pub mod ui;
 mod wrap;
 
+pub use commands::builtin_names;
 pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use runtime::{Options, run};
 pub use terminal::Screen;

@@ -1,13 +1,13 @@
 //! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
 
 use crate::app::ChoiceKind;
-use crate::commands::{self, COMMANDS};
+use crate::commands;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Popup {
-    /// Commands starting with the typed prefix.
+    /// Commands starting with the typed prefix: (name, description).
     Commands {
-        matches: Vec<usize>,
+        matches: Vec<(String, String)>,
         selected: usize,
     },
     /// Files matching the word after `@`.
@@ -26,8 +26,14 @@ pub enum Popup {
 impl Popup {
     /// The popup for the editor text (cursor at its end), if any.
     pub fn for_text(text: &str, files: &[String]) -> Option<Self> {
+        Self::for_text_with(text, files, &[])
+    }
+
+    /// Like [`for_text`](Self::for_text), offering `extra` commands (prompt templates,
+    /// skills: name and description) after the built-in ones.
+    pub fn for_text_with(text: &str, files: &[String], extra: &[(String, String)]) -> Option<Self> {
         if text.starts_with('/') && !text.contains(char::is_whitespace) {
-            let matches = commands::matching(text);
+            let matches = commands::matching(text, extra);
             return (!matches.is_empty()).then_some(Popup::Commands {
                 matches,
                 selected: 0,
@@ -83,7 +89,7 @@ impl Popup {
     pub fn accept(&self, text: &str) -> String {
         match self {
             Popup::Choice { .. } => text.to_string(),
-            Popup::Commands { matches, selected } => COMMANDS[matches[*selected]].name.to_string(),
+            Popup::Commands { matches, selected } => matches[*selected].0.clone(),
             Popup::Files { matches, selected } => {
                 let cut = text.rfind('@').unwrap_or(text.len());
                 format!("{}@{} ", &text[..cut], matches[*selected])
@@ -94,17 +100,7 @@ impl Popup {
     /// Rows to show: (label, description).
     pub fn rows(&self) -> Vec<(String, String)> {
         match self {
-            Popup::Commands { matches, .. } => matches
-                .iter()
-                .map(|&i| {
-                    let command = &COMMANDS[i];
-                    let help = match command.args {
-                        "" => command.help.to_string(),
-                        args => format!("{args}  {}", command.help),
-                    };
-                    (command.name.to_string(), help)
-                })
-                .collect(),
+            Popup::Commands { matches, .. } => matches.clone(),
             Popup::Files { matches, .. } => {
                 matches.iter().map(|f| (f.clone(), String::new())).collect()
             }

@@ -52,6 +52,11 @@ pub struct Options {
     pub first_prompt: Option<String>,
     /// Inline (the default) or the alternate screen.
     pub screen: Screen,
+    /// Slash commands of prompt templates and skills (name with slash, description), for the
+    /// `/` popup; the host expands them.
+    pub extra_commands: Vec<(String, String)>,
+    /// Hooks that ran before the UI started (`session_start`), shown first.
+    pub hook_runs: Vec<agent_core::HookRun>,
 }
 
 /// Where frames go.
@@ -121,8 +126,14 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     }
     let mut input = InputState::default();
     let (ui_tx, mut ui_rx) = mpsc::unbounded_channel();
+    app.extra_commands = options.extra_commands.clone();
+    for run in &options.hook_runs {
+        app.on_event(&agent_core::AgentEvent::HookRun { run: run.clone() });
+    }
     let mut agent_events = agent.subscribe();
-    if let Some(prompt) = options.first_prompt.clone() {
+    if let Some(prompt) = options.first_prompt.clone()
+        && let Some(prompt) = expand(host.as_ref(), &mut app, prompt)
+    {
         perform_prompt(&agent, prompt, &ui_tx);
     }
     let (mut terminal_events, _reader) = terminal_reader();
@@ -427,12 +438,23 @@ fn perform(
 ) {
     let (agent, ui_tx) = (ctx.agent, ctx.ui_tx);
     match action {
-        Action::Prompt(text) => perform_prompt(agent, text, ui_tx),
+        Action::Prompt(text) => {
+            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
+                perform_prompt(agent, text, ui_tx);
+            }
+        }
         Action::Steer(text) => {
-            agent.steer(AgentMessage::user(text));
+            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
+                agent.steer(AgentMessage::user(text));
+            }
         }
         Action::FollowUp(text) => {
-            agent.follow_up(AgentMessage::user(text));
+            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
+                agent.follow_up(AgentMessage::user(text));
+            }
+        }
+        Action::Skills => {
+            app.push_cell(CellKind::Notice(ctx.host.skills()));
         }
         Action::Abort => agent.abort(),
         Action::Decide(id, decision) => agent.decide(id, decision),
@@ -651,6 +673,19 @@ fn thinking_items() -> Vec<(String, String)> {
         .iter()
         .map(|l| (l.to_string(), String::new()))
         .collect()
+}
+
+/// The message `text` stands for (a prompt template or a skill expanded by the host); `None`
+/// when it cannot be sent, after saying why.
+fn expand(host: &dyn Host, app: &mut App, text: String) -> Option<String> {
+    match host.expand(&text) {
+        Ok(Some(expanded)) => Some(expanded),
+        Ok(None) => Some(text),
+        Err(err) => {
+            app.push_cell(CellKind::Error(err));
+            None
+        }
+    }
 }
 
 fn perform_prompt(agent: &Agent, text: String, ui_tx: &mpsc::UnboundedSender<Ui>) {

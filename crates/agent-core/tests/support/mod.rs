@@ -619,7 +619,8 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::QueueReturned { .. }
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
-            | AgentEvent::Rewound { .. } => {}
+            | AgentEvent::Rewound { .. }
+            | AgentEvent::HookRun { .. } => {}
             AgentEvent::ApprovalRequested { request } => {
                 assert!(
                     tools.contains(&request.tool_call_id),
