@@ -36,7 +36,7 @@ fn main() {
     let cases = [
         Case {
             name: "200 KB markdown, 4,000 deltas 10 ms apart",
-            reply: markdown_reply(),
+            reply: markdown_reply(REPLY_BYTES),
             deltas: DELTAS,
             delay_ms: 10,
         },
@@ -46,9 +46,17 @@ fn main() {
             deltas: 3_000,
             delay_ms: 10,
         },
+        // Twice as long at the same pace: a cost per delta or per frame that grew with the
+        // reply would show as more than twice the CPU.
+        Case {
+            name: "400 KB markdown, 8,000 deltas 10 ms apart",
+            reply: markdown_reply(2 * REPLY_BYTES),
+            deltas: 2 * DELTAS,
+            delay_ms: 10,
+        },
         Case {
             name: "200 KB markdown, 4,000 deltas, unpaced",
-            reply: markdown_reply(),
+            reply: markdown_reply(REPLY_BYTES),
             deltas: DELTAS,
             delay_ms: 0,
         },
@@ -176,7 +184,7 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
 fn code_reply() -> String {
     let mut out = String::from("Here is the file:\n\n```rust\n");
     let mut i = 0;
-    while out.len() < REPLY_BYTES - 100 {
+    while out.len() < bytes - 100 {
         i += 1;
         out.push_str(&format!(
             "pub fn step_{i}(input: &[u32]) -> u32 {{ input.iter().map(|x| x * {i}).sum() }}\n"
@@ -187,10 +195,10 @@ fn code_reply() -> String {
 }
 
 /// Markdown of about 200 KB: headings, paragraphs, lists and code, ending with a marker line.
-fn markdown_reply() -> String {
+fn markdown_reply(bytes: usize) -> String {
     let mut out = String::new();
     let mut i = 0;
-    while out.len() < REPLY_BYTES - 100 {
+    while out.len() < bytes - 100 {
         i += 1;
         out.push_str(&format!("## Section {i}\n\nThis paragraph explains step {i} with **bold** words, `inline code` and a [link](https://example.com/{i}). It goes on long enough to wrap across a couple of lines in a normal terminal window.\n\n- first point of {i}\n- second point with `code`\n- third point\n\n```rust\nfn step_{i}(x: u32) -> u32 {{\n    x * {i} + 1\n}}\n```\n\n"));
     }
