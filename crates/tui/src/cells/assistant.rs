@@ -29,10 +29,14 @@ pub struct AssistantCell {
 
 enum Segment {
     Markdown(Range<usize>),
-    /// A fenced block: its language and its highlighted, unwrapped lines.
+    /// A fenced block: its language, the text of its complete lines and how many there are,
+    /// and those of them highlighted but not laid out yet. Laid-out lines are not kept twice:
+    /// a new width highlights the text again.
     Code {
         lang: String,
-        body: Vec<Line<'static>>,
+        body: Range<usize>,
+        lines: usize,
+        pending: Vec<Line<'static>>,
     },
 }
 
@@ -92,8 +96,16 @@ impl AssistantCell {
             if closes(line, fence.marker, fence.len) {
                 self.fence = None;
                 self.done = end;
-            } else if let Some(Segment::Code { body, .. }) = self.segments.last_mut() {
-                body.push(markdown::code_body(fence.highlighter.as_mut(), line));
+            } else if let Some(Segment::Code {
+                body,
+                lines,
+                pending,
+                ..
+            }) = self.segments.last_mut()
+            {
+                pending.push(markdown::code_body(fence.highlighter.as_mut(), line));
+                body.end = end;
+                *lines += 1;
                 self.done = end;
             }
             return;
@@ -113,7 +125,9 @@ impl AssistantCell {
             });
             self.segments.push(Segment::Code {
                 lang,
-                body: Vec::new(),
+                body: end..end,
+                lines: 0,
+                pending: Vec::new(),
             });
             self.done = end;
         } else if is_fence {
@@ -175,22 +189,38 @@ impl AssistantCell {
         let whole = self.segments.len() - usize::from(self.fence.is_some());
         while layout.segments < self.segments.len() {
             let index = layout.segments;
-            match &self.segments[index] {
+            match &mut self.segments[index] {
                 Segment::Markdown(range) => {
                     join(
                         &mut layout.lines,
                         markdown::render(&self.text[range.clone()], width),
                     );
                 }
-                Segment::Code { lang, body } => {
+                Segment::Code {
+                    lang,
+                    body,
+                    lines,
+                    pending,
+                } => {
                     let mut add = Vec::new();
                     if !layout.started {
                         add.extend(markdown::code_header(lang));
                     }
-                    for line in &body[layout.open_lines..] {
-                        add.extend(markdown::code_wrap(line, columns));
+                    if layout.open_lines + pending.len() < *lines {
+                        // Laid out before at another width: highlight the text again.
+                        let mut highlighter = Highlighter::new(lang);
+                        for line in self.text[body.clone()].split_inclusive('\n') {
+                            let line = line.trim_end_matches(['\n', '\r']);
+                            let line = markdown::code_body(highlighter.as_mut(), line);
+                            add.extend(markdown::code_wrap(&line, columns));
+                        }
+                        pending.clear();
+                    } else {
+                        for line in pending.drain(..) {
+                            add.extend(markdown::code_wrap(&line, columns));
+                        }
                     }
-                    layout.open_lines = body.len();
+                    layout.open_lines = *lines;
                     if !add.is_empty() {
                         if !layout.started && !layout.lines.is_empty() {
                             layout.lines.push(Line::default());
@@ -288,6 +318,17 @@ mod tests {
         let mut cell = AssistantCell::new(TEXT);
         let _ = cell.rows(30);
         assert_eq!(all(&mut cell, 50), markdown::render(TEXT, 50));
+    }
+
+    #[test]
+    fn widths_changing_while_a_fence_streams_lose_nothing() {
+        let mut cell = AssistantCell::default();
+        for (i, piece) in TEXT.as_bytes().chunks(5).enumerate() {
+            cell.push(std::str::from_utf8(piece).unwrap());
+            let _ = cell.rows(if i % 7 < 4 { 30 } else { 50 });
+        }
+        assert_eq!(all(&mut cell, 50), markdown::render(TEXT, 50));
+        assert_eq!(all(&mut cell, 30), markdown::render(TEXT, 30));
     }
 
     #[test]
