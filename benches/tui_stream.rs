@@ -184,7 +184,7 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
 fn code_reply() -> String {
     let mut out = String::from("Here is the file:\n\n```rust\n");
     let mut i = 0;
-    while out.len() < bytes - 100 {
+    while out.len() < REPLY_BYTES - 100 {
         i += 1;
         out.push_str(&format!(
             "pub fn step_{i}(input: &[u32]) -> u32 {{ input.iter().map(|x| x * {i}).sum() }}\n"
