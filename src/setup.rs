@@ -167,9 +167,17 @@ pub fn build(
         agent_config.follow_up_mode = mode;
     }
     let defaults = CompactionSettings::default();
+    // Sent with every request; counted when the server reports no usage.
+    let fixed_chars = agent_config.system_prompt.chars().count()
+        + agent_config
+            .tools
+            .iter()
+            .map(|t| t.name().len() + t.description().len() + t.parameters().to_string().len())
+            .sum::<usize>();
     agent_config.compactor = Some(Arc::new(SessionCompactor {
         provider,
         options: stream_options,
+        fixed_tokens: (fixed_chars as u64).div_ceil(4),
         settings: CompactionSettings {
             enabled: config.compaction.enabled.unwrap_or(defaults.enabled),
             reserve_tokens: config

@@ -57,6 +57,16 @@ impl RunContext {
         .await
     }
 
+    /// An empty stream from a server whose context is nearly full: an overflow it did not
+    /// name (llama-cpp-python streams nothing for a prompt past its window).
+    fn silent_overflow(&self, assistant: &llm::AssistantMessage) -> bool {
+        assistant.error_kind == Some(llm::ErrorKind::EmptyStream)
+            && self
+                .compactor
+                .as_ref()
+                .is_some_and(|c| c.near_window(&self.messages, &self.model))
+    }
+
     /// A snapshot before a batch that can change files. A failure is not fatal: it is a note
     /// for the user, told once the batch's results are in (nothing may sit between the calls
     /// and their results).
@@ -236,7 +246,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
             if failed
                 && !overflow_retried
                 && !io.cancel.is_cancelled()
-                && is_context_overflow(&assistant)
+                && (is_context_overflow(&assistant) || ctx.silent_overflow(&assistant))
             {
                 overflow_retried = true;
                 if ctx.compact(CompactReason::Overflow, &io).await {

@@ -11,6 +11,7 @@ mod builder;
 mod event;
 mod eventsource;
 mod http;
+pub mod local;
 mod message;
 mod model;
 mod openai_completions;

@@ -277,7 +277,9 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
             if text.is_empty() && calls.is_empty() {
                 return;
             }
-            let mut value = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            // A tool-call-only message carries "" rather than null: llama-cpp-python rejects
+            // null with a 500 and its chat templates break when the key is missing.
+            let mut value = json!({"role": "assistant", "content": text});
             if !calls.is_empty() {
                 value["tool_calls"] = Value::Array(calls);
             }

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use crate::eventsource::{Decoder, TooLarge};
 use crate::http::{self, Failure, Sender, WireRequest};
 use crate::parse::{Flow, WireParser};
-use crate::{AssistantBuilder, EventStream, Model, StopReason, StreamEvent, StreamOptions, wire};
+use crate::{
+    AssistantBuilder, ErrorKind, EventStream, Model, StopReason, StreamEvent, StreamOptions, wire,
+};
 
 /// Sends `request` and streams the response through `parser`.
 pub(crate) fn spawn(
@@ -300,16 +302,16 @@ where
             break;
         }
     }
-    let reason = if saw_event {
-        format!(
+    if saw_event {
+        let reason = format!(
             "stream from {provider} ended before {}; the reply is incomplete",
             parser.terminal()
-        )
-    } else {
-        format!(
-            "{provider} sent an empty stream (no events): the server may have rejected the \
-             prompt, e.g. because it exceeds its context window; check the server's log"
-        )
-    };
-    builder.failed(StopReason::Error, reason)
+        );
+        return builder.failed(StopReason::Error, reason);
+    }
+    let reason = format!(
+        "{provider} sent an empty stream (no events): the server may have rejected the \
+         prompt, e.g. because it exceeds its context window; check the server's log"
+    );
+    builder.failed_with(StopReason::Error, reason, Some(ErrorKind::EmptyStream))
 }
