@@ -87,6 +87,16 @@ impl WireRequest {
     }
 }
 
+/// The provider as errors name it: a one-off endpoint (`--base-url`, provider `custom`) by
+/// its URL, which says more than "custom".
+pub(crate) fn shown_provider(model: &crate::Model) -> String {
+    if model.provider == "custom" {
+        model.base_url.clone()
+    } else {
+        model.provider.clone()
+    }
+}
+
 /// A request that failed, as the user will read it.
 #[derive(Debug)]
 pub(crate) struct Failure {

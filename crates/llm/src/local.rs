@@ -216,6 +216,19 @@ pub async fn inspect(url: &str, deadline: Duration) -> Result<LocalServer, Strin
     }
 }
 
+/// The context window a llama.cpp server at `url` was started with (`/props`), if it is one.
+pub async fn props_window(url: &str, deadline: Duration) -> Option<u64> {
+    let client = probe_client(deadline);
+    let props = tokio::time::timeout(deadline, get(&client, &format!("{}/props", origin(url))))
+        .await
+        .ok()?
+        .ok()?;
+    props
+        .pointer("/default_generation_settings/n_ctx")
+        .or_else(|| props.get("n_ctx"))
+        .and_then(Value::as_u64)
+}
+
 fn probe_client(deadline: Duration) -> reqwest::Client {
     // Installs the TLS provider reqwest needs once per process.
     let _ = crate::http::client();

@@ -109,7 +109,7 @@ impl Provider for Router {
         }
         let wire = wire::of(model.api);
         let request = (wire.request)(model, &context, &options);
-        let parser = (wire.parser)(model.provider.clone());
+        let parser = (wire.parser)(crate::http::shown_provider(model));
         sse::spawn(self.client.clone(), model, options, request, parser, cancel)
     }
 }

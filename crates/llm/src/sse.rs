@@ -62,7 +62,9 @@ async fn request_and_drive(
     sender: &Sender,
 ) -> StreamEvent {
     let response =
-        match http::send_with_retry(client, request, &model.provider, options, sender).await {
+        match http::send_with_retry(client, request, &http::shown_provider(model), options, sender)
+            .await
+        {
             Ok(response) => response,
             Err(failure) => {
                 return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
@@ -207,7 +209,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: std::error::Error,
 {
-    let provider = &model.provider;
+    let provider = &http::shown_provider(model);
     let mut body = Box::pin(body);
     let mut decoder = Decoder::new();
     // Bodies not typed as event streams are read a little before trusting them.

@@ -225,6 +225,13 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             .body(full(answer.to_string()))
             .expect("static response parts are valid"));
     }
+    // Model calls are POSTs; a GET is a client looking around (`/props`, `/v1/models`), kept
+    // apart so that scripts and request counts see only model calls.
+    if method == "GET" {
+        lock(&state.discovery).push(format!("{method} {path}"));
+        let message = format!("mock-llm: nothing at {path}");
+        return Ok(json_error(StatusCode::NOT_FOUND, &message));
+    }
     let seq = {
         let mut requests = lock(&state.requests);
         requests.push(RecordedRequest {
