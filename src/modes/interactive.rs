@@ -19,7 +19,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
         cwd: setup.cwd.clone(),
-        model: setup.model.id.clone(),
+        model: tui::status::model_label(&setup.model),
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),

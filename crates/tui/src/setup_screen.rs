@@ -116,6 +116,8 @@ impl SetupScreen {
                 KeyCode::Down | KeyCode::Char('j') => {
                     self.selected = (self.selected + 1).min(self.choices.len().saturating_sub(1));
                 }
+                KeyCode::Home => self.selected = 0,
+                KeyCode::End => self.selected = self.choices.len().saturating_sub(1),
                 KeyCode::Esc | KeyCode::Char('q') => return SetupAction::Done(SetupResult::Quit),
                 KeyCode::Enter => {
                     self.input.clear();
