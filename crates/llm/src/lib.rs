@@ -23,6 +23,7 @@ mod registry;
 mod retry;
 mod router;
 mod sse;
+mod think_tags;
 mod url;
 mod wire;
 
