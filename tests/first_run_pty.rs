@@ -85,3 +85,34 @@ fn a_pasted_key_is_never_shown_and_is_stored_privately() {
         0o600
     );
 }
+
+#[test]
+fn the_model_picker_lists_the_running_local_servers_models_live() {
+    let rt = runtime();
+    let chat = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let ollama = rt.block_on(MockServer::start(Script::default())).unwrap();
+    ollama.emulate(Emulation::Ollama {
+        models: vec![mock_llm::OllamaModel::new("qwen3:8b", 40_960).loaded(32_768)],
+    });
+    let url = chat.url();
+    let mut session = Session::start_bare(
+        &["--base-url", &url, "--model", "mock-model"],
+        &[("CODING_AGENT_LOCAL_PROBES", &ollama.origin())],
+    );
+    session.wait_for("Type a message");
+    // The background probe has answered once Ollama saw its last discovery request.
+    let deadline = std::time::Instant::now() + common::pty::WAIT;
+    while !ollama.discovery_requests().iter().any(|r| r == "POST /api/show") {
+        assert!(std::time::Instant::now() < deadline, "never probed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    session.type_text("/model");
+    session.send("\r");
+    session.wait_for("openai/gpt-5");
+    // Up from the first entry wraps to the last: the local model, listed after the registry's.
+    session.send("\x1b[A");
+    session.wait_for("ollama/qwen3:8b  32.8k ctx");
+    session.send("\r");
+    session.wait_for("ollama · qwen3:8b · 32k ctx");
+}
