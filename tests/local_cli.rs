@@ -166,3 +166,23 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     assert!(!text(&out.stderr).contains("custom"), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "no empty line for a run that failed before any text");
 }
+
+#[tokio::test]
+async fn a_server_that_rejects_tools_gets_the_request_again_without_them() {
+    let env = Env::new();
+    let server = serve(vec![
+        Reply::status(
+            400,
+            r#"{"error":{"message":"registry.ollama.ai/library/gemma:2b does not support tools"}}"#,
+        ),
+        Reply::text("Just chatting."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "hi"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Just chatting.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "one retry, not three");
+    assert!(requests[0].body["tools"].is_array());
+    assert!(requests[1].body.get("tools").is_none(), "{}", requests[1].body);
+}

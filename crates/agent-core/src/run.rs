@@ -155,6 +155,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
     let mut drained = false;
     // A context-overflow error earns one compaction and one retry per run, not a loop.
     let mut overflow_retried = false;
+    let mut tools_dropped = false;
 
     'outer: loop {
         let mut first = true;
@@ -255,6 +256,27 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     continue;
                 }
             }
+            if failed
+                && !tools_dropped
+                && !io.cancel.is_cancelled()
+                && !ctx.tools.is_empty()
+                && rejects_tools(&assistant)
+            {
+                // A local model without tool support: go on chat-only rather than fail every
+                // request. The next run tries with tools again (the model may have changed).
+                tools_dropped = true;
+                ctx.tools = Arc::new(Vec::new());
+                let note = AgentMessage::notice(format!(
+                    "{} rejected the tools ({}): chat-only mode for this run — the model cannot \
+                     read, edit or run anything.",
+                    ctx.model.id,
+                    assistant.error_message.as_deref().unwrap_or("no reason given")
+                ));
+                io.emit_message(&note);
+                ctx.messages.push(note);
+                first = true;
+                continue;
+            }
             if failed || io.cancel.is_cancelled() {
                 break 'outer;
             }
@@ -292,6 +314,19 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
         }
     }
     drained
+}
+
+/// Whether a failed request failed because the model or server does not take tools (Ollama:
+/// "… does not support tools"; others: "tools are not supported", "tool use is not supported").
+fn rejects_tools(message: &AssistantMessage) -> bool {
+    message.stop_reason == StopReason::Error
+        && message.error_message.as_deref().is_some_and(|m| {
+            let m = m.to_lowercase();
+            m.contains("does not support tools")
+                || m.contains("tools are not supported")
+                || m.contains("tool use is not supported")
+                || m.contains("tool calling is not supported")
+        })
 }
 
 /// Streams one assistant message, emitting its events; never fails.

@@ -14,14 +14,19 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// A reqwest client on rustls with the ring provider, installed once per process (reqwest
 /// panics at build time without a process-wide provider).
 pub(crate) fn client() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::builder()
+        .build()
+        .expect("reqwest client with rustls+ring builds")
+}
+
+/// Installs the process-wide TLS provider reqwest needs before any client is built.
+pub(crate) fn install_tls() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // Err means another part of the process installed one first: that one serves.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    reqwest::Client::builder()
-        .build()
-        .expect("reqwest client with rustls+ring builds")
 }
 
 /// The sending half of a provider stream.

@@ -205,7 +205,8 @@ pub async fn detect(probes: &[Probe], deadline: Duration) -> Vec<LocalServer> {
 /// Whatever server answers at `url` (a URL the user typed), or why none does.
 pub async fn inspect(url: &str, deadline: Duration) -> Result<LocalServer, String> {
     crate::check_base_url(url).map_err(|e| e.to_string())?;
-    let client = probe_client(deadline);
+    // A URL the user typed may be https, on another machine: verified as usual.
+    let client = crate::http::client();
     let url = origin(url);
     match tokio::time::timeout(deadline, identify(&client, &url, None)).await {
         Ok(Ok(server)) if server.models.is_empty() => {
@@ -229,13 +230,15 @@ pub async fn props_window(url: &str, deadline: Duration) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
+/// A client for plain-HTTP servers on this machine: no proxy, and no root certificates (loading
+/// them costs ~2 ms, which a probe at every start without a key should not pay).
 fn probe_client(deadline: Duration) -> reqwest::Client {
-    // Installs the TLS provider reqwest needs once per process.
-    let _ = crate::http::client();
+    crate::http::install_tls();
     reqwest::Client::builder()
         .connect_timeout(deadline)
         .timeout(deadline)
         .no_proxy()
+        .tls_certs_only(Vec::new())
         .build()
         .unwrap_or_else(|_| crate::http::client())
 }

@@ -11,7 +11,9 @@ use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wir
 /// provider's environment variable (see [`api_key_env`]).
 #[derive(Clone)]
 pub struct Router {
-    client: reqwest::Client,
+    /// Built at the first call: building one loads the root certificates (~2 ms), which a
+    /// router made only to look a key up should not pay. Clones share it.
+    client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     keys: HashMap<String, String>,
     headers: HashMap<String, Vec<(String, String)>>,
 }
@@ -19,7 +21,7 @@ pub struct Router {
 impl Default for Router {
     fn default() -> Self {
         Self {
-            client: http::client(),
+            client: Default::default(),
             keys: HashMap::new(),
             headers: HashMap::new(),
         }
@@ -110,7 +112,8 @@ impl Provider for Router {
         let wire = wire::of(model.api);
         let request = (wire.request)(model, &context, &options);
         let parser = (wire.parser)(crate::http::shown_provider(model));
-        sse::spawn(self.client.clone(), model, options, request, parser, cancel)
+        let client = self.client.get_or_init(http::client).clone();
+        sse::spawn(client, model, options, request, parser, cancel)
     }
 }
 
