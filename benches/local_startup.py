@@ -1,6 +1,18 @@
-"""Startup before/after, interleaved run by run (load drift hits both builds alike)."""
-import os, statistics, subprocess, sys, tempfile, time
-mock = "/tmp/mock-llm-rel"
+"""Startup before/after local-server detection (issue 15), two builds run alternately so load
+drift hits both alike. Usage:
+
+    BEFORE=path/to/old/coding-agent AFTER=target/release/coding-agent \
+    MOCK=target/release/mock-llm python3 benches/local_startup.py 60
+"""
+import json, os, statistics, subprocess, sys, tempfile, time
+mock = os.environ.get("MOCK", "target/release/mock-llm")
+scripts = tempfile.mkdtemp()
+s1_replies = []
+for _ in range(1000):
+    s1_replies.append({"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello"}}]})
+    s1_replies.append({"text": "It printed hello."})
+json.dump({"replies": s1_replies}, open(os.path.join(scripts, "s1.json"), "w"))
+json.dump({"replies": [{"text": "Hello."}] * 1000}, open(os.path.join(scripts, "hi.json"), "w"))
 def serve(script, extra=()):
     p = subprocess.Popen([mock, "--script", script, *extra], stdout=subprocess.PIPE, text=True)
     return p, p.stdout.readline().strip().split()[-1]
@@ -25,11 +37,11 @@ def scenario(name, builds, args, env_extra, script, expect=0, emulate=(), config
     for label, _, _, _, times in setups:
         times.sort()
         print(f"{name:<52} {label:<7} median {statistics.median(times):5.1f} ms  min {times[0]:5.1f}  max {times[-1]:6.1f}", flush=True)
-both = [("before", "/tmp/base-coding-agent"), ("after", "/tmp/new-coding-agent")]
+both = [("before", os.environ["BEFORE"]), ("after", os.environ.get("AFTER", "target/release/coding-agent"))]
 s1 = ["-p", "run echo hello", "--base-url", "URL", "--model", "bench"]
 hosted = '[providers.openai]\nbase_url = "URL"\n'
-scenario("S1, key set, no model named (openai via config)", both, ["-p", "run echo hello"], {"OPENAI_API_KEY": "sk-x"}, "/tmp/lbench/s1.json", config=hosted)
-scenario("S1 as benched (--base-url mock, --model)", both, s1, {}, "/tmp/lbench/s1.json")
-scenario("S1 as benched + --context-window (no /props)", both[1:], s1 + ["--context-window", "128000"], {}, "/tmp/lbench/s1.json")
-scenario("no key, no flag: Ollama detected", both[1:], ["-p", "run echo hello"], {"CODING_AGENT_LOCAL_PROBES": "ORIGIN"}, "/tmp/lbench/s1.json", emulate=("--emulate", "ollama:qwen3:8b:40960"))
-scenario("no key, no flag, nothing listening: exit 2", both, ["-p", "hi"], {}, "/tmp/lbench/hi.json", expect=2)
+scenario("S1, key set, no model named (openai via config)", both, ["-p", "run echo hello"], {"OPENAI_API_KEY": "sk-x"}, os.path.join(scripts, "s1.json"), config=hosted)
+scenario("S1 as benched (--base-url mock, --model)", both, s1, {}, os.path.join(scripts, "s1.json"))
+scenario("S1 as benched + --context-window (no /props)", both[1:], s1 + ["--context-window", "128000"], {}, os.path.join(scripts, "s1.json"))
+scenario("no key, no flag: Ollama detected", both[1:], ["-p", "run echo hello"], {"CODING_AGENT_LOCAL_PROBES": "ORIGIN"}, os.path.join(scripts, "s1.json"), emulate=("--emulate", "ollama:qwen3:8b:40960"))
+scenario("no key, no flag, nothing listening: exit 2", both, ["-p", "hi"], {}, os.path.join(scripts, "hi.json"), expect=2)
