@@ -62,7 +62,11 @@ fn summary(server: &local::LocalServer) -> Vec<String> {
         .collect()
 }
 
-pub async fn run(home: &session::Home, registry: &Registry, probed: &[String]) -> Result<Outcome, Fail> {
+pub async fn run(
+    home: &session::Home,
+    registry: &Registry,
+    probed: &[String],
+) -> Result<Outcome, Fail> {
     let screen = SetupScreen::new(choices(registry), crate::local::probed_line(probed));
     let check: Check = Box::new(|url: String| {
         Box::pin(async move {

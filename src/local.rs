@@ -34,7 +34,9 @@ pub enum Found {
     /// A model is named or a key is set: nothing was probed.
     NotNeeded,
     /// Nothing configured and no server answered: these were asked.
-    Nothing { probed: Vec<String> },
+    Nothing {
+        probed: Vec<String>,
+    },
 }
 
 /// How long a server named by URL (`--base-url`, the setup screen) may take to answer.
@@ -137,13 +139,15 @@ fn preset(server: &LocalServer, chosen: Option<&LocalModel>, announce: bool) -> 
     let models = server.all_models();
     let Some(chosen) = chosen else {
         return Preset {
-            model: models.first().cloned().unwrap_or_else(|| server.model(&LocalModel {
-                id: "default".into(),
-                context_window: None,
-                max_context: None,
-                loaded: false,
-                tools: None,
-            })),
+            model: models.first().cloned().unwrap_or_else(|| {
+                server.model(&LocalModel {
+                    id: "default".into(),
+                    context_window: None,
+                    max_context: None,
+                    loaded: false,
+                    tools: None,
+                })
+            }),
             models,
             notices,
             chat_only: false,
@@ -207,10 +211,7 @@ pub fn probed_line(probed: &[String]) -> String {
             local::PROBES_ENV
         )
     } else {
-        format!(
-            "No local server answered at {}.",
-            probed.join(", ")
-        )
+        format!("No local server answered at {}.", probed.join(", "))
     }
 }
 
@@ -231,7 +232,9 @@ pub async fn live_models(auth: &Auth) -> (Vec<Model>, String) {
         models.extend(server.all_models());
     }
     if servers.is_empty() {
-        lines.push(probed_line(&probes.iter().map(describe).collect::<Vec<_>>()));
+        lines.push(probed_line(
+            &probes.iter().map(describe).collect::<Vec<_>>(),
+        ));
     }
     (models, lines.join("\n"))
 }

@@ -115,7 +115,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             }
             match first_run::run(&home, &registry, &probed).await? {
                 first_run::Outcome::Quit => return Ok(ExitCode::SUCCESS),
-                first_run::Outcome::Key { provider, key, model } => {
+                first_run::Outcome::Key {
+                    provider,
+                    key,
+                    model,
+                } => {
                     config.stored_keys.insert(provider, key);
                     config.model = Some(model);
                     None

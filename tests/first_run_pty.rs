@@ -78,7 +78,10 @@ fn a_pasted_key_is_never_shown_and_is_stored_privately() {
     assert!(!session.contents().contains("very-secret"));
     let auth = session.home.path().join("auth.toml");
     let stored = std::fs::read_to_string(&auth).unwrap();
-    assert!(stored.contains("\"openai\" = \"sk-very-secret-key\""), "{stored}");
+    assert!(
+        stored.contains("\"openai\" = \"sk-very-secret-key\""),
+        "{stored}"
+    );
     assert!(stored.contains("model = \"openai/gpt-5\""), "{stored}");
     assert_eq!(
         std::fs::metadata(&auth).unwrap().permissions().mode() & 0o777,
@@ -102,7 +105,11 @@ fn the_model_picker_lists_the_running_local_servers_models_live() {
     session.wait_for("Type a message");
     // The background probe has answered once Ollama saw its last discovery request.
     let deadline = std::time::Instant::now() + common::pty::WAIT;
-    while !ollama.discovery_requests().iter().any(|r| r == "POST /api/show") {
+    while !ollama
+        .discovery_requests()
+        .iter()
+        .any(|r| r == "POST /api/show")
+    {
         assert!(std::time::Instant::now() < deadline, "never probed");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -77,7 +77,11 @@ async fn a_model_that_cannot_call_tools_runs_chat_only_with_a_notice() {
     .await;
     let out = output(probing(&env, &server, &["-p", "hi"])).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("chat-only"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("chat-only"),
+        "{}",
+        text(&out.stderr)
+    );
     // Neither loaded nor num_ctx: Ollama's default window, and how to raise it.
     assert!(
         text(&out.stderr).contains("OLLAMA_CONTEXT_LENGTH"),
@@ -97,12 +101,25 @@ async fn a_key_means_no_probing_and_nothing_found_names_what_was_probed() {
     command.env("OPENAI_API_KEY", "sk-test");
     let out = output(command).await;
     assert!(out.status.success());
-    assert!(text(&out.stdout).contains("ollama/qwen3:8b"), "--list-models is live");
+    assert!(
+        text(&out.stdout).contains("ollama/qwen3:8b"),
+        "--list-models is live"
+    );
     let before = server.discovery_requests().len();
-    let mut command = probing(&env, &server, &["-p", "hi", "--base-url", "https://127.0.0.2:9/v1"]);
-    command.env("OPENAI_API_KEY", "sk-test").args(["--model", "m"]);
+    let mut command = probing(
+        &env,
+        &server,
+        &["-p", "hi", "--base-url", "https://127.0.0.2:9/v1"],
+    );
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["--model", "m"]);
     let _ = output(command).await;
-    assert_eq!(server.discovery_requests().len(), before, "no probe with a key");
+    assert_eq!(
+        server.discovery_requests().len(),
+        before,
+        "no probe with a key"
+    );
 
     // Nothing answers: exit 2, and the message names the servers looked for.
     let closed = {
@@ -140,7 +157,15 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     });
     let out = output(env.command(
         None,
-        &["--mode", "json", "--base-url", &server.url(), "--model", "smollm2", "read a.txt"],
+        &[
+            "--mode",
+            "json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "smollm2",
+            "read a.txt",
+        ],
     ))
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -152,7 +177,10 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     let second = &server.requests()[1].body;
     let assistant = &second["messages"][2];
     assert_eq!(assistant["role"], "assistant");
-    assert_eq!(assistant["content"], "", "\"\" for a tool-call-only message, never null");
+    assert_eq!(
+        assistant["content"], "",
+        "\"\" for a tool-call-only message, never null"
+    );
     assert!(assistant["tool_calls"].is_array());
 
     // Without --model the server names it; errors name the URL, not `custom`.
@@ -163,8 +191,15 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     let out = output(env.command(None, &["-p", "x", "--base-url", &dead, "--model", "m"])).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains(&dead), "{}", text(&out.stderr));
-    assert!(!text(&out.stderr).contains("custom"), "{}", text(&out.stderr));
-    assert!(out.stdout.is_empty(), "no empty line for a run that failed before any text");
+    assert!(
+        !text(&out.stderr).contains("custom"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no empty line for a run that failed before any text"
+    );
 }
 
 #[tokio::test]
@@ -184,5 +219,9 @@ async fn a_server_that_rejects_tools_gets_the_request_again_without_them() {
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one retry, not three");
     assert!(requests[0].body["tools"].is_array());
-    assert!(requests[1].body.get("tools").is_none(), "{}", requests[1].body);
+    assert!(
+        requests[1].body.get("tools").is_none(),
+        "{}",
+        requests[1].body
+    );
 }

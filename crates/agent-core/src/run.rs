@@ -270,7 +270,10 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     "{} rejected the tools ({}): chat-only mode for this run — the model cannot \
                      read, edit or run anything.",
                     ctx.model.id,
-                    assistant.error_message.as_deref().unwrap_or("no reason given")
+                    assistant
+                        .error_message
+                        .as_deref()
+                        .unwrap_or("no reason given")
                 ));
                 io.emit_message(&note);
                 ctx.messages.push(note);

@@ -306,8 +306,17 @@ fn error_body_message(body: &str) -> String {
 fn few_lines(text: &str) -> String {
     const LINES: usize = 4;
     const MAX: usize = 400;
-    let lines: Vec<&str> = text.trim().lines().filter(|l| !l.trim().is_empty()).collect();
-    let mut out = lines.iter().take(LINES).copied().collect::<Vec<_>>().join("\n");
+    let lines: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut out = lines
+        .iter()
+        .take(LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut cut = lines.len() > LINES;
     if let Some((at, _)) = out.char_indices().nth(MAX) {
         out.truncate(at);
@@ -395,7 +404,10 @@ mod tests {
         let shown = error_body_message(&traceback);
         assert_eq!(shown.lines().count(), 4, "{shown}");
         assert!(shown.ends_with('…'), "{shown}");
-        let long = error_body_message(&format!(r#"{{"error":{{"message":"{}"}}}}"#, "y".repeat(900)));
+        let long = error_body_message(&format!(
+            r#"{{"error":{{"message":"{}"}}}}"#,
+            "y".repeat(900)
+        ));
         assert!(long.chars().count() < 420, "{}", long.len());
     }
 

@@ -193,9 +193,10 @@ pub async fn detect(probes: &[Probe], deadline: Duration) -> Vec<LocalServer> {
     }
     let client = probe_client(deadline);
     // All start together and each has the deadline: one slow server costs the others nothing.
-    let all = futures_util::future::join_all(probes.iter().map(|probe| {
-        tokio::time::timeout(deadline, identify(&client, &probe.url, probe.kind))
-    }));
+    let all =
+        futures_util::future::join_all(probes.iter().map(|probe| {
+            tokio::time::timeout(deadline, identify(&client, &probe.url, probe.kind))
+        }));
     all.await
         .into_iter()
         .filter_map(|found| found.ok()?.ok())
@@ -541,7 +542,10 @@ mod tests {
         });
         assert_eq!(ollama_trained_context(&show), Some(40_960));
         assert_eq!(ollama_num_ctx(&show), Some(8_192));
-        assert_eq!(ollama_num_ctx(&json!({"parameters": "temperature 1"})), None);
+        assert_eq!(
+            ollama_num_ctx(&json!({"parameters": "temperature 1"})),
+            None
+        );
     }
 
     #[test]

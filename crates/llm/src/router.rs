@@ -9,23 +9,13 @@ use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wir
 /// Sends each call through the wire API of `model.api` (see `wire`). The API key is, in order: the one in the
 /// call's options, one set with [`with_key`](Self::with_key) for the model's provider, or the
 /// provider's environment variable (see [`api_key_env`]).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Router {
     /// Built at the first call: building one loads the root certificates (~2 ms), which a
     /// router made only to look a key up should not pay. Clones share it.
     client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     keys: HashMap<String, String>,
     headers: HashMap<String, Vec<(String, String)>>,
-}
-
-impl Default for Router {
-    fn default() -> Self {
-        Self {
-            client: Default::default(),
-            keys: HashMap::new(),
-            headers: HashMap::new(),
-        }
-    }
 }
 
 impl Router {

@@ -61,15 +61,20 @@ async fn request_and_drive(
     builder: &mut AssistantBuilder,
     sender: &Sender,
 ) -> StreamEvent {
-    let response =
-        match http::send_with_retry(client, request, &http::shown_provider(model), options, sender)
-            .await
-        {
-            Ok(response) => response,
-            Err(failure) => {
-                return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
-            }
-        };
+    let response = match http::send_with_retry(
+        client,
+        request,
+        &http::shown_provider(model),
+        options,
+        sender,
+    )
+    .await
+    {
+        Ok(response) => response,
+        Err(failure) => {
+            return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
+        }
+    };
     if !sender.send(StreamEvent::Start).await {
         return builder.failed(StopReason::Aborted, http::ABORTED);
     }

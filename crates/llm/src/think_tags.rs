@@ -119,7 +119,11 @@ fn push(out: &mut Vec<Piece>, piece: Piece) {
 fn partial_suffix(text: &str, tag: &str) -> usize {
     (1..tag.len())
         .rev()
-        .find(|&n| text.len() >= n && text.is_char_boundary(text.len() - n) && tag.starts_with(&text[text.len() - n..]))
+        .find(|&n| {
+            text.len() >= n
+                && text.is_char_boundary(text.len() - n)
+                && tag.starts_with(&text[text.len() - n..])
+        })
         .unwrap_or(0)
 }
 
@@ -153,14 +157,27 @@ mod tests {
         }
         let chars: Vec<String> = whole.chars().map(String::from).collect();
         let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
-        assert_eq!(split(&refs), ("\nLet me see.\n".into(), "The answer is 4.".into()));
+        assert_eq!(
+            split(&refs),
+            ("\nLet me see.\n".into(), "The answer is 4.".into())
+        );
     }
 
     #[test]
     fn only_a_leading_tag_counts_and_nothing_is_lost() {
-        assert_eq!(split(&["Use <think> tags", " like this"]), (String::new(), "Use <think> tags like this".into()));
-        assert_eq!(split(&["<thi"]), (String::new(), "<thi".into()), "held back, then given back");
-        assert_eq!(split(&["<think>cut off mid-thought </thi"]), ("cut off mid-thought </thi".into(), String::new()));
+        assert_eq!(
+            split(&["Use <think> tags", " like this"]),
+            (String::new(), "Use <think> tags like this".into())
+        );
+        assert_eq!(
+            split(&["<thi"]),
+            (String::new(), "<thi".into()),
+            "held back, then given back"
+        );
+        assert_eq!(
+            split(&["<think>cut off mid-thought </thi"]),
+            ("cut off mid-thought </thi".into(), String::new())
+        );
         assert_eq!(split(&["  <think>a</think>b"]), ("a".into(), "b".into()));
         assert_eq!(split(&["plain"]), (String::new(), "plain".into()));
     }

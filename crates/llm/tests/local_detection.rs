@@ -103,7 +103,10 @@ async fn a_silent_server_costs_no_more_than_the_deadline() {
     let found = local::detect(&probes, Duration::from_millis(300)).await;
     let took = started.elapsed();
     assert!(took < Duration::from_millis(1_500), "{took:?}");
-    assert!(took >= Duration::from_millis(300), "waited for the silent one: {took:?}");
+    assert!(
+        took >= Duration::from_millis(300),
+        "waited for the silent one: {took:?}"
+    );
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].kind, LocalKind::Ollama);
     let err = local::inspect(&closed, Duration::from_millis(300))

@@ -377,7 +377,8 @@ async fn inline_think_tags_from_a_local_model_stream_as_thinking() {
     // Cut into 3-byte chunks, so the tags arrive split across deltas.
     let server = MockServer::start(Script {
         replies: vec![
-            Reply::text("<think>\nThe user greets me.\n</think>\n\nHello there.").with_chunk_size(3),
+            Reply::text("<think>\nThe user greets me.\n</think>\n\nHello there.")
+                .with_chunk_size(3),
         ],
     })
     .await

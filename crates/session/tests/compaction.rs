@@ -273,7 +273,11 @@ fn small_windows_scale_the_reserve_and_still_compact() {
     let small = settings.for_window(4_096);
     assert_eq!(small.reserve_tokens, 1_024);
     assert_eq!(small.keep_recent_tokens, 1_024);
-    assert_eq!(settings.for_window(200_000), settings, "large windows keep the defaults");
+    assert_eq!(
+        settings.for_window(200_000),
+        settings,
+        "large windows keep the defaults"
+    );
     // ~3,200 tokens in a 4k window: past the scaled threshold, and a cut exists (the default
     // reserve and recent part, 16k and 20k, would never have found one).
     let mut messages = Vec::new();
@@ -300,8 +304,13 @@ fn the_system_prompt_and_tools_count_when_the_server_reports_no_usage() {
     assert!(plan(&messages, 4_096, &settings, CompactReason::Threshold).is_none());
     let tokens = session::compaction::estimate_context_tokens_with(&messages, 3_000);
     assert_eq!(tokens, 3_000 + estimate_context_tokens(&messages));
-    let with_prompt =
-        session::compaction::plan_with(&messages, 4_096, &settings, CompactReason::Threshold, 3_000);
+    let with_prompt = session::compaction::plan_with(
+        &messages,
+        4_096,
+        &settings,
+        CompactReason::Threshold,
+        3_000,
+    );
     // Past the threshold, but a lone prompt has nothing to cut.
     assert!(with_prompt.is_none());
     let mut two = messages.clone();

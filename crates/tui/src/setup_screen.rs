@@ -42,7 +42,9 @@ pub enum SetupResult {
         key: String,
     },
     /// A URL whose check succeeded.
-    Server { url: String },
+    Server {
+        url: String,
+    },
 }
 
 /// What a URL check found: lines to show (the server and its models).
@@ -57,7 +59,10 @@ enum Step {
     Key,
     Url,
     /// The URL answered: its models are shown; Enter starts.
-    Found { url: String, lines: Vec<String> },
+    Found {
+        url: String,
+        lines: Vec<String>,
+    },
 }
 
 /// What a key asks the driver to do.
@@ -381,10 +386,16 @@ mod tests {
             press(&mut s, KeyCode::Char(c));
         }
         let url = "http://127.0.0.1:9".to_string();
-        assert_eq!(press(&mut s, KeyCode::Enter), SetupAction::Check(url.clone()));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Check(url.clone())
+        );
         s.checked(url.clone(), Err("connection refused".into()));
         assert!(text(&s).contains("connection refused"));
-        assert_eq!(press(&mut s, KeyCode::Enter), SetupAction::Check(url.clone()));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Check(url.clone())
+        );
         s.checked(url.clone(), Ok(vec!["llama.cpp · smollm2 · 2k ctx".into()]));
         assert!(text(&s).contains("smollm2"));
         assert_eq!(
