@@ -194,12 +194,11 @@ fn stop_name(reason: llm::StopReason) -> &'static str {
 /// per launch; a hosted model by its id.
 pub fn model_label(model: &llm::Model) -> String {
     if llm::is_local_url(&model.base_url) {
-        format!(
-            "{} · {} · {}k ctx",
-            model.provider,
-            model.id,
-            model.context_window / 1_024
-        )
+        let window = match model.context_window {
+            n if n >= 1_024 => format!("{}k", n / 1_024),
+            n => n.to_string(),
+        };
+        format!("{} · {} · {window} ctx", model.provider, model.id)
     } else {
         model.id.clone()
     }
