@@ -31,6 +31,9 @@ pub struct Cli {
     /// anthropic-messages.
     #[arg(long, value_name = "API")]
     pub api: Option<llm::Api>,
+    /// The model's context window in tokens, when the server's (or the registry's) is wrong.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
     /// API key for this run (else the provider's environment variable or the config).
     #[arg(long, hide_env_values = true)]
     pub api_key: Option<String>,
@@ -98,5 +101,8 @@ const AFTER_HELP: &str = "\
 Configuration: $CODING_AGENT_HOME/config.toml (default ~/.coding-agent/config.toml), then
 .coding-agent/config.toml in the project. Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY,
 GEMINI_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, … or api_key in the config.
+Local servers: with no model configured and no key set, Ollama (:11434), llama.cpp (:8080),
+LM Studio (:1234) and vLLM (:8000) on 127.0.0.1, and OLLAMA_HOST, are looked for; the
+interactive mode opens a setup screen when nothing is found.
 Exit codes: 0 success, 1 the run failed or was aborted, 2 usage or configuration error
 (also: the session to continue is open in another process; --fork continues in a copy).";

@@ -42,6 +42,10 @@ pub struct Config {
     /// What loading had to say (settings it ignored), for the user to see once.
     #[serde(skip)]
     pub notices: Vec<String>,
+    /// Keys the setup screen stored in `auth.toml`, used when the provider's environment
+    /// variable is not set.
+    #[serde(skip)]
+    pub stored_keys: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -1,10 +1,13 @@
 //! `coding-agent`: parses flags, loads the config and wires the crates together.
 
+mod auth;
 mod checkpoints;
 mod cli;
 mod config;
 mod doctor;
+mod first_run;
 mod guard;
+mod local;
 mod modes;
 mod rewind;
 mod safety;
@@ -66,8 +69,19 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     let mut config = Config::load(&home.config_file(), &cwd, repo.files == RepoFiles::Read)
         .map_err(|e| Fail(format!("config error in {e}")))?;
     config.notices.extend(repo.notice);
+    let auth = auth::Auth::load(&home).map_err(|e| Fail(format!("auth file error in {e}")))?;
+    config.stored_keys = auth.keys.clone();
+    if config.model.is_none() {
+        config.model = auth.model.clone();
+    }
     if cli.list_models {
-        print!("{}", setup::list_models(&setup::registry(&config)?));
+        let mut registry = setup::registry(&config)?;
+        let (models, servers) = local::live_models(&auth).await;
+        for model in models {
+            registry.insert_model(model);
+        }
+        print!("{}", setup::list_models(&registry));
+        println!("\nLocal servers: {servers}");
         return Ok(ExitCode::SUCCESS);
     }
     // What to run is checked before anything is started.
@@ -80,7 +94,41 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
         _ => None,
     };
     let resumed = setup::find_resumed(&cli, &home, &cwd)?;
-    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files).await?;
+    let registry = setup::registry(&config)?;
+    let preset = match local::choose(&cli, &config, &auth, &registry).await? {
+        local::Found::Use(preset) => Some(preset),
+        local::Found::NotNeeded => None,
+        // A resumed session names its model.
+        local::Found::Nothing { .. } if resumed.is_some() => None,
+        local::Found::Nothing { probed } => {
+            let interactive_tty = headless_prompt.is_none()
+                && cli.mode == Mode::Interactive
+                && std::io::stdin().is_terminal()
+                && std::io::stdout().is_terminal();
+            if !interactive_tty {
+                // No screen to ask on: say what to do, and what was looked for.
+                return Err(Fail(format!(
+                    "{}\n\n{}",
+                    setup::NO_KEY,
+                    local::probed_line(&probed)
+                )));
+            }
+            match first_run::run(&home, &registry, &probed).await? {
+                first_run::Outcome::Quit => return Ok(ExitCode::SUCCESS),
+                first_run::Outcome::Key {
+                    provider,
+                    key,
+                    model,
+                } => {
+                    config.stored_keys.insert(provider, key);
+                    config.model = Some(model);
+                    None
+                }
+                first_run::Outcome::Local(preset) => Some(preset),
+            }
+        }
+    };
+    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files, preset).await?;
     // The TUI shows them in the conversation; elsewhere they go to stderr.
     if headless_prompt.is_some() || cli.mode == Mode::Rpc {
         for notice in &setup.notices {

@@ -73,6 +73,12 @@ pub fn registry(config: &Config) -> Result<Registry, Fail> {
 
 pub fn router(config: &Config) -> Router {
     let mut router = Router::new();
+    // Below the environment and the config: a key set there replaces the stored one.
+    for (provider, key) in &config.stored_keys {
+        if std::env::var(llm::api_key_env(provider)).is_err() && !key.is_empty() {
+            router = router.with_key(provider.clone(), key.clone());
+        }
+    }
     for (name, provider) in &config.providers {
         let key = provider.api_key.clone().or_else(|| {
             provider
@@ -110,20 +116,33 @@ pub async fn build(
     home: Home,
     resumed: Option<Resumed>,
     repo: session::RepoFiles,
+    preset: Option<crate::local::Preset>,
 ) -> Result<Setup, Fail> {
     let (mut resumed, resumed_writer) = match resumed {
         Some(Resumed { loaded, writer }) => (Some(loaded), writer),
         None => (None, None),
     };
-    let registry = registry(config)?;
+    let mut registry = registry(config)?;
+    // A local server's models, for `/model` and for resuming a session made with one.
+    for model in preset.iter().flat_map(|p| p.models.iter()) {
+        registry.insert_model(model.clone());
+    }
     let router = router(config);
-    let model = match &resumed {
+    let fallback = || match &preset {
+        Some(preset) => Ok(preset.model.clone()),
+        None => resolve_model(cli, config, &registry, &router),
+    };
+    let mut model = match &resumed {
         // A resumed session keeps its model unless the flags name another.
         Some(session) if cli.model.is_none() && cli.base_url.is_none() => registry
             .get(&format!("{}/{}", session.provider, session.model))
-            .map_or_else(|| resolve_model(cli, config, &registry, &router), Ok)?,
-        _ => resolve_model(cli, config, &registry, &router)?,
+            .map_or_else(fallback, Ok)?,
+        _ => fallback()?,
     };
+    if let Some(window) = cli.context_window {
+        model.context_window = window;
+        model.max_output = model.max_output.min((window / 4).max(256));
+    }
     check_key(&model, cli, &router)?;
     let thinking = cli
         .thinking
@@ -134,6 +153,7 @@ pub async fn build(
     let safety = crate::safety::build(cli, config, &home, &cwd);
     let mut tool_options = tool_options(config, &registry);
     tool_options.bash.sandbox = safety.sandbox.clone();
+    let chat_only = preset.as_ref().is_some_and(|p| p.chat_only);
     let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
         names
             .iter()
@@ -141,6 +161,8 @@ pub async fn build(
             .filter(|n| !n.is_empty())
             .collect()
     });
+    // A model that cannot call tools is sent none (the notice says so).
+    let only = if chat_only { Some(Vec::new()) } else { only };
     let tools =
         tools::build(&cwd, &tool_options, only.as_deref()).map_err(|e| Fail(e.to_string()))?;
     // `!cmd` runs like the model's bash: same hidden keys, same spill directory.
@@ -209,9 +231,17 @@ pub async fn build(
         agent_config.follow_up_mode = mode;
     }
     let defaults = CompactionSettings::default();
+    // Sent with every request; counted when the server reports no usage.
+    let fixed_chars = agent_config.system_prompt.chars().count()
+        + agent_config
+            .tools
+            .iter()
+            .map(|t| t.name().len() + t.description().len() + t.parameters().to_string().len())
+            .sum::<usize>();
     agent_config.compactor = Some(Arc::new(SessionCompactor {
         provider,
         options: stream_options,
+        fixed_tokens: (fixed_chars as u64).div_ceil(4),
         settings: CompactionSettings {
             enabled: config.compaction.enabled.unwrap_or(defaults.enabled),
             reserve_tokens: config
@@ -253,6 +283,7 @@ pub async fn build(
         timeline,
     ));
     let mut notices = config.notices.clone();
+    notices.extend(preset.iter().flat_map(|p| p.notices.iter().cloned()));
     notices.extend(extensions.problems());
     let mut hook_runs = Vec::new();
     if let Some(hooks) = &hooks {
@@ -375,6 +406,14 @@ fn stream_options(config: &Config) -> StreamOptions {
     }
 }
 
+/// The model used when nothing names one: the first whose provider has a key.
+pub const DEFAULT_MODELS: [&str; 4] = [
+    "openai/gpt-5",
+    "anthropic/claude-sonnet-4-5",
+    "google/gemini-2.5-pro",
+    "deepseek/deepseek-chat",
+];
+
 /// The model the flags and config ask for; with neither, the first provider with a key.
 pub fn resolve_model(
     cli: &Cli,
@@ -422,13 +461,7 @@ pub fn resolve_model(
             .get(&name)
             .ok_or_else(|| Fail(format!("unknown model `{name}`; `coding-agent --list-models` lists them, and config.toml can add one")));
     }
-    const DEFAULTS: [&str; 4] = [
-        "openai/gpt-5",
-        "anthropic/claude-sonnet-4-5",
-        "google/gemini-2.5-pro",
-        "deepseek/deepseek-chat",
-    ];
-    DEFAULTS
+    DEFAULT_MODELS
         .iter()
         .filter_map(|name| registry.get(name))
         .find(|m| router.key(&m.provider).is_some())
@@ -449,7 +482,7 @@ fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
     )))
 }
 
-const NO_KEY: &str = "no API key found.
+pub const NO_KEY: &str = "no API key found.
 Set one of OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or DEEPSEEK_API_KEY (or
 OPENROUTER_API_KEY with --model openrouter/…), or use a local server (llama.cpp, Ollama, vLLM):
 

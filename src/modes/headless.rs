@@ -30,6 +30,7 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
         agent,
         sessions,
         hook_runs,
+        model,
         ..
     } = setup;
     let mut events = agent.subscribe();
@@ -65,6 +66,15 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
             // A closed stdout (piped into `head`) ends the output, not the run.
             let line = serde_json::to_string(&event).unwrap_or_default();
             let _ = writeln!(stdout, "{line}");
+            if matches!(event, AgentEvent::AgentStart) {
+                // What the run talks to, with the context window the server reported (a
+                // detected local server's is its own, not a registry guess).
+                let model = AgentEvent::ModelChange {
+                    model: model.clone(),
+                };
+                let line = serde_json::to_string(&model).unwrap_or_default();
+                let _ = writeln!(stdout, "{line}");
+            }
             let _ = stdout.flush();
         }
         match &event {
@@ -120,7 +130,9 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
     let Some(message) = last else {
         return ExitCode::FAILURE;
     };
-    if output == Output::Answer {
+    let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
+    // A run that failed before any text prints nothing, not an empty line.
+    if output == Output::Answer && !(failed && message.text().is_empty()) {
         let _ = writeln!(stdout, "{}", message.text());
     }
     if interrupted {

@@ -19,7 +19,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
         cwd: setup.cwd.clone(),
-        model: setup.model.id.clone(),
+        model: tui::status::model_label(&setup.model),
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),
@@ -37,7 +37,18 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
             .collect(),
         hook_runs: setup.hook_runs.clone(),
     };
+    // `/model` lists what the running local servers offer: asked in the background, so a
+    // start with a key set is not delayed by it.
+    let local = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let found = local.clone();
+    tokio::spawn(async move {
+        let probes = llm::local::default_probes();
+        let servers = llm::local::detect(&probes, llm::local::PROBE_DEADLINE).await;
+        let models: Vec<Model> = servers.iter().flat_map(|s| s.all_models()).collect();
+        *found.lock().unwrap_or_else(|e| e.into_inner()) = models;
+    });
     let host = Arc::new(TuiHost {
+        local,
         safety: safety_status(&setup),
         guard: setup.safety.guard.clone(),
         sessions: setup.sessions.clone(),
@@ -69,12 +80,24 @@ struct TuiHost {
     registry: Registry,
     shell: Arc<dyn Tool>,
     extensions: Arc<extensions::Extensions>,
+    /// Models of the local servers running when the UI started.
+    local: Arc<std::sync::Mutex<Vec<Model>>>,
 }
 
 #[async_trait]
 impl Host for TuiHost {
     fn models(&self) -> Vec<Model> {
-        self.registry.models()
+        let mut models = self.registry.models();
+        let local = self.local.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for model in local {
+            if !models
+                .iter()
+                .any(|m| m.provider == model.provider && m.id == model.id)
+            {
+                models.push(model);
+            }
+        }
+        models
     }
 
     fn expand(&self, text: &str) -> Result<Option<String>, String> {
@@ -146,11 +169,14 @@ impl Host for TuiHost {
     }
 
     fn session_status(&self) -> String {
-        format!(
-            "{}\n{}",
-            self.sessions.status_line(),
-            self.sessions.checkpoints.status()
-        )
+        let mut line = self.sessions.status_line();
+        // `/session` names the file even before anything is in it.
+        if let Some((path, _)) = self.sessions.current()
+            && !path.exists()
+        {
+            line.push_str(&format!("\nIts file will be {}", path.display()));
+        }
+        format!("{line}\n{}", self.sessions.checkpoints.status())
     }
 
     fn safety_status(&self) -> String {

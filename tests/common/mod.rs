@@ -41,7 +41,10 @@ impl Env {
         command
             .args(args)
             .current_dir(self.work.path())
-            .env("CODING_AGENT_HOME", self.home.path());
+            .env("CODING_AGENT_HOME", self.home.path())
+            // No test looks for real local servers (a developer's Ollama must not answer).
+            .env("CODING_AGENT_LOCAL_PROBES", "")
+            .env_remove("OLLAMA_HOST");
         for key in KEYS
             .iter()
             .chain(&["CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL"])

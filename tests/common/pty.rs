@@ -65,6 +65,30 @@ impl Session {
         (rows, cols): (u16, u16),
         (dir, home): (tempfile::TempDir, tempfile::TempDir),
     ) -> Self {
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        command.args(args);
+        Self::spawn(command, (rows, cols), (dir, home))
+    }
+
+    /// Runs the binary with exactly `args` and `env` (no mock flags): for the first run, and
+    /// for detection, where the environment says where the servers are.
+    pub fn start_bare(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        Self::spawn(command, (ROWS, COLS), (dir, home))
+    }
+
+    fn spawn(
+        mut command: CommandBuilder,
+        (rows, cols): (u16, u16),
+        (dir, home): (tempfile::TempDir, tempfile::TempDir),
+    ) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -73,12 +97,18 @@ impl Session {
                 pixel_height: 0,
             })
             .unwrap();
-        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
-        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
-        command.args(args);
         command.cwd(dir.path());
         command.env("TERM", "xterm-256color");
-        command.env_remove("OPENAI_API_KEY");
+        for key in super::KEYS {
+            command.env_remove(key);
+        }
+        command.env_remove("CODING_AGENT_MODEL");
+        command.env_remove("CODING_AGENT_BASE_URL");
+        command.env_remove("OLLAMA_HOST");
+        // No test looks for real local servers unless it says where (after `env`, so it wins).
+        if command.get_env("CODING_AGENT_LOCAL_PROBES").is_none() {
+            command.env("CODING_AGENT_LOCAL_PROBES", "");
+        }
         command.env("CODING_AGENT_HOME", home.path());
         let child = pty.slave.spawn_command(command).unwrap();
         drop(pty.slave);

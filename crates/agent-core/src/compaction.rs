@@ -52,6 +52,12 @@ pub trait Compactor: Send + Sync + 'static {
         instructions: Option<&str>,
         cancel: CancellationToken,
     ) -> Result<CompactionSummary, CompactionError>;
+
+    /// Whether the context is near enough the window that a reply the server did not even
+    /// start (an empty stream) was probably an overflow it did not name.
+    fn near_window(&self, _messages: &[AgentMessage], _model: &Model) -> bool {
+        false
+    }
 }
 
 /// Replaces `messages[..replaced]` by the summary; the same edit on the run's copy and on the

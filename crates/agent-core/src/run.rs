@@ -58,6 +58,16 @@ impl RunContext {
         .await
     }
 
+    /// An empty stream from a server whose context is nearly full: an overflow it did not
+    /// name (llama-cpp-python streams nothing for a prompt past its window).
+    fn silent_overflow(&self, assistant: &llm::AssistantMessage) -> bool {
+        assistant.error_kind == Some(llm::ErrorKind::EmptyStream)
+            && self
+                .compactor
+                .as_ref()
+                .is_some_and(|c| c.near_window(&self.messages, &self.model))
+    }
+
     /// A snapshot before a batch that can change files. A failure is not fatal: it is a note
     /// for the user, told once the batch's results are in (nothing may sit between the calls
     /// and their results).
@@ -190,6 +200,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
     let mut continued = 0;
     // A context-overflow error earns one compaction and one retry per run, not a loop.
     let mut overflow_retried = false;
+    let mut tools_dropped = false;
 
     'outer: loop {
         let mut first = true;
@@ -291,7 +302,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
             if failed
                 && !overflow_retried
                 && !io.cancel.is_cancelled()
-                && is_context_overflow(&assistant)
+                && (is_context_overflow(&assistant) || ctx.silent_overflow(&assistant))
             {
                 overflow_retried = true;
                 if ctx.compact(CompactReason::Overflow, &io).await {
@@ -299,6 +310,30 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     first = true;
                     continue;
                 }
+            }
+            if failed
+                && !tools_dropped
+                && !io.cancel.is_cancelled()
+                && !ctx.tools.is_empty()
+                && rejects_tools(&assistant)
+            {
+                // A local model without tool support: go on chat-only rather than fail every
+                // request. The next run tries with tools again (the model may have changed).
+                tools_dropped = true;
+                ctx.tools = Arc::new(Vec::new());
+                let note = AgentMessage::notice(format!(
+                    "{} rejected the tools ({}): chat-only mode for this run — the model cannot \
+                     read, edit or run anything.",
+                    ctx.model.id,
+                    assistant
+                        .error_message
+                        .as_deref()
+                        .unwrap_or("no reason given")
+                ));
+                io.emit_message(&note);
+                ctx.messages.push(note);
+                first = true;
+                continue;
             }
             if failed || io.cancel.is_cancelled() {
                 break 'outer;
@@ -349,6 +384,19 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
         }
     }
     drained
+}
+
+/// Whether a failed request failed because the model or server does not take tools (Ollama:
+/// "… does not support tools"; others: "tools are not supported", "tool use is not supported").
+fn rejects_tools(message: &AssistantMessage) -> bool {
+    message.stop_reason == StopReason::Error
+        && message.error_message.as_deref().is_some_and(|m| {
+            let m = m.to_lowercase();
+            m.contains("does not support tools")
+                || m.contains("tools are not supported")
+                || m.contains("tool use is not supported")
+                || m.contains("tool calling is not supported")
+        })
 }
 
 /// Streams one assistant message, emitting its events; never fails.

@@ -14,14 +14,19 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// A reqwest client on rustls with the ring provider, installed once per process (reqwest
 /// panics at build time without a process-wide provider).
 pub(crate) fn client() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::builder()
+        .build()
+        .expect("reqwest client with rustls+ring builds")
+}
+
+/// Installs the process-wide TLS provider reqwest needs before any client is built.
+pub(crate) fn install_tls() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // Err means another part of the process installed one first: that one serves.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    reqwest::Client::builder()
-        .build()
-        .expect("reqwest client with rustls+ring builds")
 }
 
 /// The sending half of a provider stream.
@@ -84,6 +89,16 @@ impl WireRequest {
         {
             self.headers.insert(0, (name.to_string(), value));
         }
+    }
+}
+
+/// The provider as errors name it: a one-off endpoint (`--base-url`, provider `custom`) by
+/// its URL, which says more than "custom".
+pub(crate) fn shown_provider(model: &crate::Model) -> String {
+    if model.provider == "custom" {
+        model.base_url.clone()
+    } else {
+        model.provider.clone()
     }
 }
 
@@ -201,7 +216,9 @@ async fn send_once(
         status.canonical_reason().unwrap_or("error"),
         error_body_message(&body)
     ));
-    if retry::retryable_status(status.as_u16()) {
+    // A server that rejects the request's shape (llama-cpp-python answers a message it cannot
+    // template with a 500) will reject the same request again: retrying only delays the error.
+    if retry::retryable_status(status.as_u16()) && !is_validation_error(&body) {
         Err(Attempt::Transient(failure, retry_after))
     } else {
         Err(Attempt::Final(failure))
@@ -251,6 +268,22 @@ pub fn is_context_overflow(message: &str) -> bool {
     .any(|pattern| text.contains(pattern))
 }
 
+/// Whether an error body says the request itself is malformed (a schema or template error),
+/// which no retry can fix.
+pub(crate) fn is_validation_error(body: &str) -> bool {
+    let text = body.to_lowercase();
+    [
+        "validation error",
+        "validationerror",
+        "invalid_request_error",
+        "unprocessable",
+        "\"loc\":",
+        "template",
+    ]
+    .iter()
+    .any(|pattern| text.contains(pattern))
+}
+
 /// The `message` of a JSON error body (`{"error": {"message": …}}` and friends), else a snippet.
 fn error_body_message(body: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
@@ -262,10 +295,37 @@ fn error_body_message(body: &str) -> String {
             .map(str::to_string)
     });
     match message {
-        Some(message) => message,
+        Some(message) => few_lines(&message),
         None if body.trim().is_empty() => "no details".to_string(),
-        None => snippet(body),
+        None => few_lines(&snippet(body)),
     }
+}
+
+/// At most a few lines of a long message (servers send whole tracebacks): the first lines say
+/// what went wrong, the rest would push the conversation off the screen.
+fn few_lines(text: &str) -> String {
+    const LINES: usize = 4;
+    const MAX: usize = 400;
+    let lines: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut out = lines
+        .iter()
+        .take(LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut cut = lines.len() > LINES;
+    if let Some((at, _)) = out.char_indices().nth(MAX) {
+        out.truncate(at);
+        cut = true;
+    }
+    if cut {
+        out.push_str(" …");
+    }
+    out
 }
 
 /// The start of `text`, for error messages.
@@ -325,6 +385,30 @@ mod tests {
         ] {
             assert!(!is_context_overflow(message), "{message}");
         }
+    }
+
+    #[test]
+    fn validation_errors_are_recognised_and_long_bodies_kept_short() {
+        assert!(is_validation_error(
+            r#"{"detail":[{"loc":["body","messages",1,"content"],"msg":"none is not an allowed value"}]}"#
+        ));
+        assert!(is_validation_error(
+            "1 validation error for ChatCompletionRequest"
+        ));
+        assert!(!is_validation_error("upstream connect error"));
+        assert!(!is_validation_error(""));
+        let traceback = (0..40)
+            .map(|i| format!("  File \"x.py\", line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let shown = error_body_message(&traceback);
+        assert_eq!(shown.lines().count(), 4, "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        let long = error_body_message(&format!(
+            r#"{{"error":{{"message":"{}"}}}}"#,
+            "y".repeat(900)
+        ));
+        assert!(long.chars().count() < 420, "{}", long.len());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod builder;
 mod event;
 mod eventsource;
 mod http;
+pub mod local;
 mod message;
 mod model;
 mod openai_completions;
@@ -22,6 +23,7 @@ mod registry;
 mod retry;
 mod router;
 mod sse;
+mod think_tags;
 mod url;
 mod wire;
 

@@ -124,6 +124,9 @@ pub enum ErrorKind {
     ContextOverflow,
     /// No bytes arrived for longer than the idle timeout.
     IdleTimeout,
+    /// A successful response whose stream held no event at all: llama-cpp-python answers a
+    /// prompt past its window this way, so near the window it is treated as an overflow.
+    EmptyStream,
 }
 
 impl AssistantMessage {

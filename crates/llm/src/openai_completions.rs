@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Failure, WireRequest};
 use crate::parse::{self, Flow, WireParser};
+use crate::think_tags::{Piece, ThinkSplitter};
 use crate::{
     AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
     StreamOptions, ThinkingLevel, Usage, UserContent,
@@ -32,6 +33,8 @@ pub(crate) struct Parser {
     calls: HashMap<u64, (usize, String)>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// Thinking sent inline as `<think>…</think>` (local reasoning models).
+    think: ThinkSplitter,
 }
 
 impl Parser {
@@ -41,6 +44,7 @@ impl Parser {
             calls: HashMap::new(),
             finish_reason: None,
             usage: None,
+            think: ThinkSplitter::default(),
         }
     }
 }
@@ -77,6 +81,8 @@ impl WireParser for Parser {
         builder: &mut AssistantBuilder,
         out: &mut Vec<StreamEvent>,
     ) -> StreamEvent {
+        let held = self.think.finish();
+        emit(held, builder, out);
         out.extend(builder.settle(model, self.usage));
         match self.finish_reason.as_deref() {
             Some("length") => builder.done(StopReason::Length),
@@ -87,6 +93,15 @@ impl WireParser for Parser {
             Some("tool_calls") | Some("function_call") => builder.done(StopReason::ToolUse),
             _ => builder.done(StopReason::Stop),
         }
+    }
+}
+
+fn emit(pieces: Vec<Piece>, builder: &mut AssistantBuilder, out: &mut Vec<StreamEvent>) {
+    for piece in pieces {
+        out.push(match piece {
+            Piece::Text(text) => builder.text_delta(&text),
+            Piece::Thinking(thinking) => builder.thinking_delta(&thinking),
+        });
     }
 }
 
@@ -121,7 +136,8 @@ impl Parser {
                 out.push(builder.thinking_delta(text));
             }
             if let Some(text) = non_empty_str(delta.get("content")) {
-                out.push(builder.text_delta(text));
+                let pieces = self.think.push(text);
+                emit(pieces, builder, out);
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for call in calls {
@@ -277,7 +293,9 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
             if text.is_empty() && calls.is_empty() {
                 return;
             }
-            let mut value = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            // A tool-call-only message carries "" rather than null: llama-cpp-python rejects
+            // null with a 500 and its chat templates break when the key is missing.
+            let mut value = json!({"role": "assistant", "content": text});
             if !calls.is_empty() {
                 value["tool_calls"] = Value::Array(calls);
             }

@@ -9,21 +9,13 @@ use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wir
 /// Sends each call through the wire API of `model.api` (see `wire`). The API key is, in order: the one in the
 /// call's options, one set with [`with_key`](Self::with_key) for the model's provider, or the
 /// provider's environment variable (see [`api_key_env`]).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Router {
-    client: reqwest::Client,
+    /// Built at the first call: building one loads the root certificates (~2 ms), which a
+    /// router made only to look a key up should not pay. Clones share it.
+    client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     keys: HashMap<String, String>,
     headers: HashMap<String, Vec<(String, String)>>,
-}
-
-impl Default for Router {
-    fn default() -> Self {
-        Self {
-            client: http::client(),
-            keys: HashMap::new(),
-            headers: HashMap::new(),
-        }
-    }
 }
 
 impl Router {
@@ -109,8 +101,9 @@ impl Provider for Router {
         }
         let wire = wire::of(model.api);
         let request = (wire.request)(model, &context, &options);
-        let parser = (wire.parser)(model.provider.clone());
-        sse::spawn(self.client.clone(), model, options, request, parser, cancel)
+        let parser = (wire.parser)(crate::http::shown_provider(model));
+        let client = self.client.get_or_init(http::client).clone();
+        sse::spawn(client, model, options, request, parser, cancel)
     }
 }
 

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use crate::eventsource::{Decoder, TooLarge};
 use crate::http::{self, Failure, Sender, WireRequest};
 use crate::parse::{Flow, WireParser};
-use crate::{AssistantBuilder, EventStream, Model, StopReason, StreamEvent, StreamOptions, wire};
+use crate::{
+    AssistantBuilder, ErrorKind, EventStream, Model, StopReason, StreamEvent, StreamOptions, wire,
+};
 
 /// Sends `request` and streams the response through `parser`.
 pub(crate) fn spawn(
@@ -59,13 +61,20 @@ async fn request_and_drive(
     builder: &mut AssistantBuilder,
     sender: &Sender,
 ) -> StreamEvent {
-    let response =
-        match http::send_with_retry(client, request, &model.provider, options, sender).await {
-            Ok(response) => response,
-            Err(failure) => {
-                return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
-            }
-        };
+    let response = match http::send_with_retry(
+        client,
+        request,
+        &http::shown_provider(model),
+        options,
+        sender,
+    )
+    .await
+    {
+        Ok(response) => response,
+        Err(failure) => {
+            return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
+        }
+    };
     if !sender.send(StreamEvent::Start).await {
         return builder.failed(StopReason::Aborted, http::ABORTED);
     }
@@ -205,7 +214,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: std::error::Error,
 {
-    let provider = &model.provider;
+    let provider = &http::shown_provider(model);
     let mut body = Box::pin(body);
     let mut decoder = Decoder::new();
     // Bodies not typed as event streams are read a little before trusting them.
@@ -300,16 +309,16 @@ where
             break;
         }
     }
-    let reason = if saw_event {
-        format!(
+    if saw_event {
+        let reason = format!(
             "stream from {provider} ended before {}; the reply is incomplete",
             parser.terminal()
-        )
-    } else {
-        format!(
-            "{provider} sent an empty stream (no events): the server may have rejected the \
-             prompt, e.g. because it exceeds its context window; check the server's log"
-        )
-    };
-    builder.failed(StopReason::Error, reason)
+        );
+        return builder.failed(StopReason::Error, reason);
+    }
+    let reason = format!(
+        "{provider} sent an empty stream (no events): the server may have rejected the \
+         prompt, e.g. because it exceeds its context window; check the server's log"
+    );
+    builder.failed_with(StopReason::Error, reason, Some(ErrorKind::EmptyStream))
 }

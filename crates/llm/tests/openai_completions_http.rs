@@ -371,3 +371,51 @@ async fn parallel_calls_sharing_index_zero_stay_apart() {
     assert_eq!(calls[1].id, "call_b");
     assert_eq!(calls[1].arguments, json!({"path": "b.rs"}));
 }
+
+#[tokio::test]
+async fn inline_think_tags_from_a_local_model_stream_as_thinking() {
+    // Cut into 3-byte chunks, so the tags arrive split across deltas.
+    let server = MockServer::start(Script {
+        replies: vec![
+            Reply::text("<think>\nThe user greets me.\n</think>\n\nHello there.")
+                .with_chunk_size(3),
+        ],
+    })
+    .await
+    .unwrap();
+    let provider = llm::Router::new();
+    let context = Context {
+        system_prompt: String::new(),
+        messages: vec![Message::User(UserMessage::text("hi"))],
+        tools: Vec::new(),
+    };
+    let mut stream = provider.stream(
+        &model(&server),
+        context,
+        StreamOptions::default(),
+        CancellationToken::new(),
+    );
+    let mut thinking_deltas = 0;
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            StreamEvent::ThinkingDelta { .. } => thinking_deltas += 1,
+            StreamEvent::TextDelta { delta, .. } => assert!(!delta.contains("think>"), "{delta}"),
+            StreamEvent::Done { message } => last = Some(message),
+            StreamEvent::Error { message } => panic!("{:?}", message.error_message),
+            _ => {}
+        }
+    }
+    let message = last.unwrap();
+    assert!(thinking_deltas > 1, "streamed as it came");
+    assert_eq!(message.text(), "Hello there.");
+    let thinking: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            llm::AssistantContent::Thinking { thinking, .. } => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thinking, ["\nThe user greets me.\n"]);
+}

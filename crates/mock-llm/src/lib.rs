@@ -8,10 +8,12 @@
 //! malformed data, a missing terminal event, a stalled stream) are part of the script.
 
 mod anthropic;
+mod emulate;
 mod openai_chat;
 mod openai_responses;
 mod script;
 mod server;
 
+pub use emulate::{Emulation, OllamaModel};
 pub use script::{Fault, Reply, Script, ScriptToolCall, ScriptUsage};
 pub use server::{MockServer, RecordedRequest, render_sse};

@@ -1,7 +1,7 @@
 //! `mock-llm --script file.json --port N`: serve a script until killed.
 
 use clap::Parser;
-use mock_llm::{MockServer, Script};
+use mock_llm::{Emulation, MockServer, Script};
 
 #[derive(Parser)]
 #[command(
@@ -15,6 +15,10 @@ struct Args {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Also serve a local server's discovery endpoints: `ollama:NAME[:LOADED_CTX][:notools]`
+    /// or `llama.cpp:NAME:N_CTX`.
+    #[arg(long, value_parser = Emulation::parse)]
+    emulate: Option<Emulation>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -37,6 +41,9 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(emulation) = args.emulate {
+        server.emulate(emulation);
+    }
     println!("mock-llm listening on {}", server.url());
     // Runs until the process is killed.
     std::future::pending::<()>().await;

@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::emulate::Emulation;
 use crate::script::{Fault, Reply, Script};
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
@@ -50,6 +51,10 @@ struct State {
     disconnects: watch::Sender<usize>,
     /// When each complete stream's last frame was taken by the connection.
     stream_ends: Mutex<Vec<std::time::Instant>>,
+    /// The local server whose discovery endpoints are served, if any.
+    emulation: Mutex<Option<Emulation>>,
+    /// Discovery requests answered (they are not in `requests`).
+    discovery: Mutex<Vec<String>>,
 }
 
 /// A running mock server; stops accepting connections when dropped.
@@ -80,6 +85,8 @@ impl MockServer {
             request_count: watch::channel(0).0,
             disconnects: watch::channel(0).0,
             stream_ends: Mutex::new(Vec::new()),
+            emulation: Mutex::new(None),
+            discovery: Mutex::new(Vec::new()),
         });
         let accept_state = state.clone();
         let accept = tokio::spawn(async move {
@@ -111,6 +118,22 @@ impl MockServer {
     /// Base URL of the OpenAI-style API, e.g. `http://127.0.0.1:4321/v1`.
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// Also answers the discovery endpoints of `emulation` (Ollama, llama.cpp), as the real
+    /// server would; the script still answers chat requests.
+    pub fn emulate(&self, emulation: Emulation) {
+        *lock(&self.state.emulation) = Some(emulation);
+    }
+
+    /// The origin, e.g. `http://127.0.0.1:4321`: what a local server probe is given.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Discovery requests answered so far, as `METHOD /path`.
+    pub fn discovery_requests(&self) -> Vec<String> {
+        lock(&self.state.discovery).clone()
     }
 
     /// Appends a reply to the script.
@@ -192,6 +215,23 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
     };
     let body: Value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let discovered = lock(&state.emulation)
+        .as_ref()
+        .and_then(|e| e.answer(&method, &path, &body));
+    if let Some(answer) = discovered {
+        lock(&state.discovery).push(format!("{method} {path}"));
+        return Ok(Response::builder()
+            .header("content-type", "application/json")
+            .body(full(answer.to_string()))
+            .expect("static response parts are valid"));
+    }
+    // Model calls are POSTs; a GET is a client looking around (`/props`, `/v1/models`), kept
+    // apart so that scripts and request counts see only model calls.
+    if method == "GET" {
+        lock(&state.discovery).push(format!("{method} {path}"));
+        let message = format!("mock-llm: nothing at {path}");
+        return Ok(json_error(StatusCode::NOT_FOUND, &message));
+    }
     let seq = {
         let mut requests = lock(&state.requests);
         requests.push(RecordedRequest {

@@ -38,6 +38,33 @@ impl Default for CompactionSettings {
     }
 }
 
+impl CompactionSettings {
+    /// The settings for a window of `context_window` tokens: the reserve and the recent part
+    /// kept verbatim are each at most a quarter of the window, so a small local model (4k or
+    /// 8k tokens, less than the default reserve) still compacts before it overflows and its
+    /// summary request still fits.
+    pub fn for_window(&self, context_window: u64) -> CompactionSettings {
+        let quarter = (context_window / 4).max(1);
+        CompactionSettings {
+            enabled: self.enabled,
+            reserve_tokens: self.reserve_tokens.min(quarter),
+            keep_recent_tokens: self.keep_recent_tokens.min(quarter),
+        }
+    }
+}
+
+/// Characters of conversation the summary request may carry for a window: the window less the
+/// answer's reserve and room for the instructions (2,048 tokens, or an eighth of a small
+/// window), at 3 characters a token to stay on the safe side of the estimate.
+pub fn transcript_budget(context_window: u64, settings: &CompactionSettings) -> usize {
+    let settings = settings.for_window(context_window);
+    let instructions = 2_048u64.min(context_window / 8);
+    let tokens = context_window
+        .saturating_sub(settings.reserve_tokens + instructions)
+        .max(context_window / 4);
+    (tokens * 3) as usize
+}
+
 /// Tokens of images, which the character count cannot see.
 const IMAGE_TOKENS: u64 = 1_200;
 
@@ -80,6 +107,13 @@ fn chars(text: &str) -> u64 {
 /// estimate of what came after it; an estimate of everything when no answer reported usage.
 /// Usage from before the last compaction is ignored: it measured the longer history.
 pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
+    estimate_context_tokens_with(messages, 0)
+}
+
+/// [`estimate_context_tokens`], adding `fixed` (the system prompt and the tool definitions)
+/// when no answer reported usage: a reported input count includes them already, an estimate
+/// of the messages alone does not (llama-cpp-python reports no usage).
+pub fn estimate_context_tokens_with(messages: &[AgentMessage], fixed: u64) -> u64 {
     let after_compaction = messages
         .iter()
         .rposition(|m| matches!(m, AgentMessage::CompactionSummary(_)))
@@ -107,7 +141,7 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
                     .map(estimate_message_tokens)
                     .sum::<u64>()
         }
-        None => messages.iter().map(estimate_message_tokens).sum(),
+        None => fixed + messages.iter().map(estimate_message_tokens).sum::<u64>(),
     }
 }
 
@@ -152,10 +186,23 @@ pub fn plan(
     settings: &CompactionSettings,
     reason: CompactReason,
 ) -> Option<usize> {
+    plan_with(messages, context_window, settings, reason, 0)
+}
+
+/// [`plan`] with `fixed` tokens (system prompt, tool definitions) counted when no usage was
+/// reported; the settings are scaled to the window ([`CompactionSettings::for_window`]).
+pub fn plan_with(
+    messages: &[AgentMessage],
+    context_window: u64,
+    settings: &CompactionSettings,
+    reason: CompactReason,
+    fixed: u64,
+) -> Option<usize> {
+    let settings = &settings.for_window(context_window);
     let keep = settings.keep_recent_tokens;
     match reason {
         CompactReason::Threshold => {
-            let tokens = estimate_context_tokens(messages);
+            let tokens = estimate_context_tokens_with(messages, fixed);
             if !should_compact(tokens, context_window, settings) {
                 return None;
             }
@@ -255,12 +302,15 @@ pub async fn summarize(
     instructions: Option<&str>,
     cancel: CancellationToken,
 ) -> Result<CompactionSummary, CompactionError> {
-    let reserve_tokens = compactor.settings.reserve_tokens;
+    let reserve_tokens = compactor
+        .settings
+        .for_window(model.context_window)
+        .reserve_tokens;
     let keep_from = keep_from.min(messages.len());
     let mut text = transcript(&messages[..keep_from]);
     // The transcript must fit the window itself: keep its end, the part nearest the present.
-    let budget = (model.context_window.saturating_sub(reserve_tokens + 2_048) * 3) as usize;
-    if text.len() > budget && budget > 0 {
+    let budget = transcript_budget(model.context_window, &compactor.settings);
+    if text.len() > budget {
         let mut start = text.len() - budget;
         while !text.is_char_boundary(start) {
             start += 1;
@@ -325,6 +375,8 @@ pub struct SessionCompactor {
     pub provider: Arc<dyn Provider>,
     pub options: StreamOptions,
     pub settings: CompactionSettings,
+    /// Estimated tokens of the system prompt and tool definitions, sent with every request.
+    pub fixed_tokens: u64,
 }
 
 #[async_trait]
@@ -335,7 +387,24 @@ impl Compactor for SessionCompactor {
         model: &Model,
         reason: CompactReason,
     ) -> Option<usize> {
-        plan(messages, model.context_window, &self.settings, reason)
+        plan_with(
+            messages,
+            model.context_window,
+            &self.settings,
+            reason,
+            self.fixed_tokens,
+        )
+    }
+
+    fn near_window(&self, messages: &[AgentMessage], model: &Model) -> bool {
+        // Within the reserve of the window, or past three quarters of it.
+        let settings = self.settings.for_window(model.context_window);
+        let tokens = estimate_context_tokens_with(messages, self.fixed_tokens);
+        let limit = model
+            .context_window
+            .saturating_sub(settings.reserve_tokens)
+            .min(model.context_window / 4 * 3);
+        tokens >= limit
     }
 
     async fn summarize(

@@ -71,6 +71,12 @@ impl Provider for Scripted {
                 let delta = builder.text_delta(&text);
                 vec![StreamEvent::Start, delta, builder.done(StopReason::Stop)]
             }
+            // "EMPTY" plays llama-cpp-python's answer to a prompt past its window.
+            Err(reason) if reason == "EMPTY" => vec![builder.failed_with(
+                StopReason::Error,
+                "empty stream",
+                Some(llm::ErrorKind::EmptyStream),
+            )],
             Err(reason) => vec![builder.failed(StopReason::Error, &reason)],
         };
         Box::pin(futures_util::stream::iter(events))
@@ -169,6 +175,7 @@ async fn a_failed_summary_is_an_error_and_a_good_one_is_structured() {
         provider: provider.clone(),
         options: StreamOptions::default(),
         settings: CompactionSettings::default(),
+        fixed_tokens: 0,
     };
     let m = model(200_000);
     let err = summarize(&compactor, &m, &messages, 5, None, CancellationToken::new())
@@ -221,6 +228,7 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
         provider: provider.clone(),
         options: StreamOptions::default(),
         settings: CompactionSettings::default(),
+        fixed_tokens: 0,
     }));
     let agent = Agent::spawn(config);
     // A resumed session's writer knows the ids of the history it starts from.
@@ -257,4 +265,110 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
         loaded.messages, snapshot,
         "the session rebuilds the compacted history"
     );
+}
+
+#[test]
+fn small_windows_scale_the_reserve_and_still_compact() {
+    let settings = CompactionSettings::default();
+    let small = settings.for_window(4_096);
+    assert_eq!(small.reserve_tokens, 1_024);
+    assert_eq!(small.keep_recent_tokens, 1_024);
+    assert_eq!(
+        settings.for_window(200_000),
+        settings,
+        "large windows keep the defaults"
+    );
+    // ~3,200 tokens in a 4k window: past the scaled threshold, and a cut exists (the default
+    // reserve and recent part, 16k and 20k, would never have found one).
+    let mut messages = Vec::new();
+    for i in 0..4 {
+        messages.push(AgentMessage::user(text(320)));
+        messages.push(assistant_calling(&format!("c{i}"), 160));
+        messages.push(result(&format!("c{i}"), 160));
+    }
+    let tokens = estimate_context_tokens(&messages);
+    assert!((3_072..4_096).contains(&tokens), "{tokens}");
+    assert!(plan(&messages, 4_096, &settings, CompactReason::Threshold).is_some());
+    let budget = session::compaction::transcript_budget(4_096, &settings);
+    assert!(budget > 0 && budget / 3 < 4_096 - 1_024, "{budget}");
+    // The defaults never saturate the budget to nothing (every window ≤ 18,432 did).
+    for window in [2_048, 8_192, 18_432] {
+        assert!(session::compaction::transcript_budget(window, &settings) >= window as usize / 2);
+    }
+}
+
+#[test]
+fn the_system_prompt_and_tools_count_when_the_server_reports_no_usage() {
+    let settings = CompactionSettings::default();
+    let messages = vec![AgentMessage::user(text(400))];
+    assert!(plan(&messages, 4_096, &settings, CompactReason::Threshold).is_none());
+    let tokens = session::compaction::estimate_context_tokens_with(&messages, 3_000);
+    assert_eq!(tokens, 3_000 + estimate_context_tokens(&messages));
+    let with_prompt = session::compaction::plan_with(
+        &messages,
+        4_096,
+        &settings,
+        CompactReason::Threshold,
+        3_000,
+    );
+    // Past the threshold, but a lone prompt has nothing to cut.
+    assert!(with_prompt.is_none());
+    let mut two = messages.clone();
+    two.push(assistant_calling("x", 500));
+    two.push(result("x", 500));
+    two.push(AgentMessage::user(text(40)));
+    assert!(plan(&two, 4_096, &settings, CompactReason::Threshold).is_none());
+    assert!(
+        session::compaction::plan_with(&two, 4_096, &settings, CompactReason::Threshold, 3_000)
+            .is_some()
+    );
+}
+
+/// An agent with automatic compaction off, whose provider answers with an empty stream.
+async fn empty_stream_run(history: Vec<AgentMessage>, window: u64) -> (usize, Vec<AgentMessage>) {
+    let provider = Scripted::new(vec![Err("EMPTY"), Ok("## Goal\nsummary"), Ok("answer")]);
+    let mut config = AgentConfig::new(model(window), provider.clone());
+    config.messages = history;
+    config.compactor = Some(Arc::new(SessionCompactor {
+        provider: provider.clone(),
+        options: StreamOptions::default(),
+        settings: CompactionSettings {
+            enabled: false,
+            ..CompactionSettings::default()
+        },
+        fixed_tokens: 0,
+    }));
+    let agent = Agent::spawn(config);
+    agent.prompt(AgentMessage::user("next")).await.unwrap();
+    agent.wait_idle().await.unwrap();
+    let calls = provider.contexts.lock().unwrap().len();
+    (calls, agent.snapshot().await.unwrap().messages)
+}
+
+#[tokio::test]
+async fn an_empty_stream_near_the_window_compacts_once_and_retries() {
+    // ~6,500 tokens of an 8k window: the empty stream was an overflow.
+    let mut history = Vec::new();
+    for i in 0..5 {
+        history.push(AgentMessage::user(text(400)));
+        history.push(assistant_calling(&format!("e{i}"), 300));
+        history.push(result(&format!("e{i}"), 350));
+    }
+    let (calls, messages) = empty_stream_run(history, 8_192).await;
+    assert_eq!(calls, 3, "failed call, summary, retried call");
+    assert!(matches!(messages[0], AgentMessage::CompactionSummary(_)));
+    let AgentMessage::Assistant(last) = messages.last().unwrap() else {
+        panic!("ends with the answer")
+    };
+    assert_eq!(last.text(), "answer");
+}
+
+#[tokio::test]
+async fn an_empty_stream_far_from_the_window_is_reported_not_retried() {
+    let (calls, messages) = empty_stream_run(vec![AgentMessage::user("hello")], 200_000).await;
+    assert_eq!(calls, 1);
+    let AgentMessage::Assistant(last) = messages.last().unwrap() else {
+        panic!("ends with the failed answer")
+    };
+    assert_eq!(last.error_kind, Some(llm::ErrorKind::EmptyStream));
 }

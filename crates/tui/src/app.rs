@@ -306,7 +306,7 @@ impl App {
                 ));
             }
             AgentEvent::ModelChange { model } => {
-                self.status.model = model.id.clone();
+                self.status.model = crate::status::model_label(model);
                 self.status.context_window = model.context_window;
                 self.push_cell(CellKind::Notice(format!(
                     "Model: {}/{} (from the next request).",

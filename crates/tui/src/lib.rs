@@ -16,6 +16,7 @@ pub mod input;
 mod markdown;
 pub mod popup;
 mod runtime;
+pub mod setup_screen;
 pub mod status;
 mod terminal;
 pub mod ui;

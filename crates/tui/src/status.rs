@@ -168,6 +168,21 @@ fn stop_name(reason: llm::StopReason) -> &'static str {
     }
 }
 
+/// The model as the status line names it: a model on a local server with its server and the
+/// window it really has (`ollama · qwen3:8b · 40k ctx`), since that differs per server and
+/// per launch; a hosted model by its id.
+pub fn model_label(model: &llm::Model) -> String {
+    if llm::is_local_url(&model.base_url) {
+        let window = match model.context_window {
+            n if n >= 1_024 => format!("{}k", n / 1_024),
+            n => n.to_string(),
+        };
+        format!("{} · {} · {window} ctx", model.provider, model.id)
+    } else {
+        model.id.clone()
+    }
+}
+
 pub fn tokens(n: u64) -> String {
     match n {
         n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),

@@ -115,7 +115,7 @@ fn model_thinking_and_history_changes_come_from_events() {
         id: "big".into(),
         provider: "p".into(),
         api: llm::Api::OpenaiCompletions,
-        base_url: "http://127.0.0.1:1".into(),
+        base_url: "https://api.example.com/v1".into(),
         context_window: 1_000,
         max_output: 100,
         reasoning: true,
@@ -128,6 +128,13 @@ fn model_thinking_and_history_changes_come_from_events() {
         (app.status.model.as_str(), app.status.context_window),
         ("big", 1_000)
     );
+    // A model on this machine is named with its server and real window.
+    let mut local = model.clone();
+    local.base_url = "http://127.0.0.1:11434/v1".into();
+    local.provider = "ollama".into();
+    local.context_window = 40_960;
+    app.on_event(&AgentEvent::ModelChange { model: local });
+    assert_eq!(app.status.model, "ollama · big · 40k ctx");
     model.id = "small".into();
     app.on_event(&AgentEvent::ModelChange { model });
     app.on_event(&AgentEvent::ThinkingChange {

@@ -1,0 +1,406 @@
+//! The first-run setup screen: shown instead of an error when nothing is configured, no key
+//! is set and no local server was found. The user picks a provider and pastes its key (never
+//! shown), or enters a local server's URL, which is checked live; the screen ends with what
+//! the host needs to start a working session.
+//!
+//! [`SetupScreen`] is plain state driven by keys ([`SetupScreen::key`]) and drawn by
+//! [`SetupScreen::render`]; [`run`] puts it on the terminal. Checking a URL is the host's job
+//! (this crate knows nothing of HTTP): it is handed in as a function.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use futures_util::StreamExt;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+/// One line of the provider list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupChoice {
+    /// A provider of the registry: its key is asked for, then `model` is used.
+    Provider {
+        name: String,
+        model: String,
+        /// The environment variable that would hold the key, shown as an alternative.
+        env: String,
+    },
+    /// A server on this machine or the network, by URL.
+    LocalServer,
+}
+
+/// What the screen ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupResult {
+    Quit,
+    Key {
+        provider: String,
+        model: String,
+        key: String,
+    },
+    /// A URL whose check succeeded.
+    Server {
+        url: String,
+    },
+}
+
+/// What a URL check found: lines to show (the server and its models).
+pub type CheckResult = Result<Vec<String>, String>;
+
+/// Checks a URL the user entered (the host lists the server's models, or says why not).
+pub type Check = Box<dyn Fn(String) -> Pin<Box<dyn Future<Output = CheckResult> + Send>> + Send>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Choose,
+    Key,
+    Url,
+    /// The URL answered: its models are shown; Enter starts.
+    Found {
+        url: String,
+        lines: Vec<String>,
+    },
+}
+
+/// What a key asks the driver to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupAction {
+    None,
+    Done(SetupResult),
+    /// Check this URL, then call [`SetupScreen::checked`].
+    Check(String),
+}
+
+pub struct SetupScreen {
+    choices: Vec<SetupChoice>,
+    selected: usize,
+    step: Step,
+    /// The key or URL being typed. A key is never drawn, only its length.
+    input: String,
+    /// An error, or what is happening (checking a URL).
+    message: Option<(String, bool)>,
+    /// The local servers that were looked for, said once at the top.
+    probed: String,
+}
+
+impl SetupScreen {
+    pub fn new(choices: Vec<SetupChoice>, probed: String) -> Self {
+        Self {
+            choices,
+            selected: 0,
+            step: Step::Choose,
+            input: String::new(),
+            message: None,
+            probed,
+        }
+    }
+
+    /// Pasted text (bracketed paste): into the key or URL being typed.
+    pub fn paste(&mut self, text: &str) {
+        if matches!(self.step, Step::Key | Step::Url) {
+            self.input.push_str(text.trim());
+        }
+    }
+
+    pub fn key(&mut self, key: KeyEvent) -> SetupAction {
+        if key.kind == KeyEventKind::Release {
+            return SetupAction::None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('d')) {
+            return SetupAction::Done(SetupResult::Quit);
+        }
+        match self.step.clone() {
+            Step::Choose => match key.code {
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.selected = self.selected.saturating_sub(1);
+                }
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.selected = (self.selected + 1).min(self.choices.len().saturating_sub(1));
+                }
+                KeyCode::Home => self.selected = 0,
+                KeyCode::End => self.selected = self.choices.len().saturating_sub(1),
+                KeyCode::Esc | KeyCode::Char('q') => return SetupAction::Done(SetupResult::Quit),
+                KeyCode::Enter => {
+                    self.input.clear();
+                    self.message = None;
+                    self.step = match self.choices.get(self.selected) {
+                        Some(SetupChoice::LocalServer) => Step::Url,
+                        Some(SetupChoice::Provider { .. }) => Step::Key,
+                        None => Step::Choose,
+                    };
+                }
+                _ => {}
+            },
+            Step::Key | Step::Url => match key.code {
+                KeyCode::Esc => {
+                    self.step = Step::Choose;
+                    self.input.clear();
+                    self.message = None;
+                }
+                KeyCode::Backspace => {
+                    self.input.pop();
+                }
+                KeyCode::Char('u') if ctrl => self.input.clear(),
+                KeyCode::Char(c) if !ctrl => self.input.push(c),
+                KeyCode::Enter => return self.submit(),
+                _ => {}
+            },
+            Step::Found { url, .. } => match key.code {
+                KeyCode::Enter => return SetupAction::Done(SetupResult::Server { url }),
+                KeyCode::Esc => {
+                    self.step = Step::Url;
+                    self.message = None;
+                }
+                _ => {}
+            },
+        }
+        SetupAction::None
+    }
+
+    fn submit(&mut self) -> SetupAction {
+        let typed = self.input.trim().to_string();
+        if typed.is_empty() {
+            return SetupAction::None;
+        }
+        match (&self.step, self.choices.get(self.selected)) {
+            (Step::Key, Some(SetupChoice::Provider { name, model, .. })) => {
+                SetupAction::Done(SetupResult::Key {
+                    provider: name.clone(),
+                    model: model.clone(),
+                    key: typed,
+                })
+            }
+            (Step::Url, _) => {
+                let url = if typed.contains("://") {
+                    typed
+                } else {
+                    format!("http://{typed}")
+                };
+                self.message = Some((format!("Checking {url} …"), false));
+                SetupAction::Check(url)
+            }
+            _ => SetupAction::None,
+        }
+    }
+
+    /// The result of checking `url`.
+    pub fn checked(&mut self, url: String, result: CheckResult) {
+        match result {
+            Ok(lines) => {
+                self.message = None;
+                self.step = Step::Found { url, lines };
+            }
+            Err(error) => self.message = Some((error, true)),
+        }
+    }
+
+    /// The screen's lines, for drawing and for tests.
+    pub fn lines(&self) -> Vec<Line<'static>> {
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        let dim = Style::default().fg(Color::DarkGray);
+        let mut out = vec![
+            Line::styled("coding-agent — first run", bold),
+            Line::raw(""),
+            Line::raw("No model is configured and no API key is set."),
+            Line::styled(self.probed.clone(), dim),
+            Line::raw(""),
+        ];
+        match &self.step {
+            Step::Choose => {
+                out.push(Line::raw("Pick a provider (↑/↓, Enter), or q to quit:"));
+                for (i, choice) in self.choices.iter().enumerate() {
+                    let label = match choice {
+                        SetupChoice::Provider { name, model, .. } => {
+                            format!("{name}  ({model})")
+                        }
+                        SetupChoice::LocalServer => {
+                            "A local server by URL (llama.cpp, Ollama, LM Studio, vLLM, …)"
+                                .to_string()
+                        }
+                    };
+                    let (marker, style) = if i == self.selected {
+                        ("› ", bold.fg(Color::Cyan))
+                    } else {
+                        ("  ", Style::default())
+                    };
+                    out.push(Line::from(vec![Span::styled(
+                        format!("{marker}{label}"),
+                        style,
+                    )]));
+                }
+            }
+            Step::Key => {
+                if let Some(SetupChoice::Provider { name, env, .. }) =
+                    self.choices.get(self.selected)
+                {
+                    out.push(Line::raw(format!(
+                        "Paste your {name} API key and press Enter (Esc goes back)."
+                    )));
+                    out.push(Line::styled(
+                        format!(
+                            "It is stored in $CODING_AGENT_HOME/auth.toml (mode 0600); {env} \
+                             in the environment works too."
+                        ),
+                        dim,
+                    ));
+                }
+                out.push(Line::raw(""));
+                let shown = match self.input.chars().count() {
+                    0 => "key: (nothing yet)".to_string(),
+                    n => format!("key: {n} characters (not shown)"),
+                };
+                out.push(Line::styled(shown, bold));
+            }
+            Step::Url => {
+                out.push(Line::raw(
+                    "Enter the server's URL and press Enter (Esc goes back), e.g. \
+                     http://127.0.0.1:8080",
+                ));
+                out.push(Line::raw(""));
+                out.push(Line::styled(format!("url: {}", self.input), bold));
+            }
+            Step::Found { url, lines } => {
+                out.push(Line::styled(format!("{url} answers:"), bold));
+                out.extend(lines.iter().map(|l| Line::raw(format!("  {l}"))));
+                out.push(Line::raw(""));
+                out.push(Line::raw(
+                    "Press Enter to start a session with it (Esc: another URL).",
+                ));
+            }
+        }
+        if let Some((message, error)) = &self.message {
+            out.push(Line::raw(""));
+            let style = if *error {
+                Style::default().fg(Color::Red)
+            } else {
+                dim
+            };
+            out.push(Line::styled(message.clone(), style));
+        }
+        out
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect) {
+        let inner = Rect {
+            x: area.x + 1,
+            width: area.width.saturating_sub(2),
+            ..area
+        };
+        frame.render_widget(
+            Paragraph::new(self.lines()).wrap(Wrap { trim: false }),
+            inner,
+        );
+    }
+}
+
+/// Shows the screen on the terminal until it ends; the terminal is restored afterwards.
+pub async fn run(mut screen: SetupScreen, check: Check) -> std::io::Result<SetupResult> {
+    let _guard = crate::terminal::enter(crate::Screen::Alternate)?;
+    let mut terminal = crate::terminal::fullscreen()?;
+    let mut events = EventStream::new();
+    loop {
+        terminal.draw(|frame| screen.render(frame, frame.area()))?;
+        let action = match events.next().await {
+            None => return Ok(SetupResult::Quit),
+            Some(Err(e)) => return Err(e),
+            Some(Ok(Event::Key(key))) => screen.key(key),
+            Some(Ok(Event::Paste(text))) => {
+                screen.paste(&text);
+                SetupAction::None
+            }
+            Some(Ok(_)) => SetupAction::None,
+        };
+        match action {
+            SetupAction::None => {}
+            SetupAction::Done(result) => return Ok(result),
+            SetupAction::Check(url) => {
+                terminal.draw(|frame| screen.render(frame, frame.area()))?;
+                let result = check(url.clone()).await;
+                screen.checked(url, result);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(screen: &mut SetupScreen, code: KeyCode) -> SetupAction {
+        screen.key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn text(screen: &SetupScreen) -> String {
+        screen
+            .lines()
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn screen() -> SetupScreen {
+        SetupScreen::new(
+            vec![
+                SetupChoice::Provider {
+                    name: "openai".into(),
+                    model: "openai/gpt-5".into(),
+                    env: "OPENAI_API_KEY".into(),
+                },
+                SetupChoice::LocalServer,
+            ],
+            "No local server answered at http://127.0.0.1:11434 (Ollama).".into(),
+        )
+    }
+
+    #[test]
+    fn a_pasted_key_is_never_shown_and_ends_the_screen() {
+        let mut s = screen();
+        assert!(text(&s).contains("› openai  (openai/gpt-5)"));
+        press(&mut s, KeyCode::Enter);
+        s.paste("sk-secret-123");
+        press(&mut s, KeyCode::Char('x'));
+        let shown = text(&s);
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("14 characters (not shown)"), "{shown}");
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Done(SetupResult::Key {
+                provider: "openai".into(),
+                model: "openai/gpt-5".into(),
+                key: "sk-secret-123x".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_url_is_checked_its_error_shown_and_its_models_listed() {
+        let mut s = screen();
+        press(&mut s, KeyCode::Down);
+        press(&mut s, KeyCode::Enter);
+        for c in "127.0.0.1:9".chars() {
+            press(&mut s, KeyCode::Char(c));
+        }
+        let url = "http://127.0.0.1:9".to_string();
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Check(url.clone())
+        );
+        s.checked(url.clone(), Err("connection refused".into()));
+        assert!(text(&s).contains("connection refused"));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Check(url.clone())
+        );
+        s.checked(url.clone(), Ok(vec!["llama.cpp · smollm2 · 2k ctx".into()]));
+        assert!(text(&s).contains("smollm2"));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Done(SetupResult::Server { url })
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! Local servers end to end: with no key and no flags the binary finds an Ollama (mock-llm
+//! emulating its discovery endpoints, named by CODING_AGENT_LOCAL_PROBES) and answers through
+//! it with the window the server reported; a model without tools runs chat-only; `--base-url`
+//! reads a llama.cpp server's `/props`; with nothing found, the headless modes exit 2 naming
+//! what was probed.
+
+use mock_llm::{Emulation, MockServer, OllamaModel, Reply, Script};
+use serde_json::{Value, json};
+
+mod common;
+
+use common::*;
+
+async fn ollama(replies: Vec<Reply>, models: Vec<OllamaModel>) -> MockServer {
+    let server = MockServer::start(Script { replies }).await.unwrap();
+    server.emulate(Emulation::Ollama { models });
+    server
+}
+
+/// The binary with no key and no model flag, probing only `server`.
+fn probing(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Command {
+    let mut command = env.command(None, args);
+    command.env("CODING_AGENT_LOCAL_PROBES", server.origin());
+    command
+}
+
+async fn output(mut command: std::process::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn with_no_key_or_flag_a_running_ollama_answers_with_its_window() {
+    let env = Env::new();
+    let server = ollama(
+        vec![Reply::text("Hello from Ollama."), Reply::text("Again.")],
+        vec![
+            OllamaModel::new("llama3.2:1b", 131_072),
+            OllamaModel::new("qwen3:8b", 40_960).loaded(40_960),
+        ],
+    )
+    .await;
+    let out = output(probing(&env, &server, &["-p", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hello from Ollama.\n");
+    assert!(
+        text(&out.stderr).contains("using ollama at"),
+        "{}",
+        text(&out.stderr)
+    );
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.body["model"], "qwen3:8b", "the loaded model");
+    assert!(request.header("authorization").is_none(), "no key is sent");
+
+    let out = output(probing(&env, &server, &["--mode", "json", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "agent_start");
+    assert_eq!(events[1]["type"], "model_change");
+    assert_eq!(events[1]["model"]["context_window"], 40_960);
+    assert_eq!(events[1]["model"]["provider"], "ollama");
+    assert_eq!(events.last().unwrap()["type"], "agent_end");
+}
+
+#[tokio::test]
+async fn a_model_that_cannot_call_tools_runs_chat_only_with_a_notice() {
+    let env = Env::new();
+    let server = ollama(
+        vec![Reply::text("Just talking.")],
+        vec![OllamaModel::new("gemma:2b", 8_192).without_tools()],
+    )
+    .await;
+    let out = output(probing(&env, &server, &["-p", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("chat-only"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Neither loaded nor num_ctx: Ollama's default window, and how to raise it.
+    assert!(
+        text(&out.stderr).contains("OLLAMA_CONTEXT_LENGTH"),
+        "{}",
+        text(&out.stderr)
+    );
+    let body = &server.requests()[0].body;
+    assert!(body.get("tools").is_none(), "no tools sent: {body}");
+}
+
+#[tokio::test]
+async fn a_key_means_no_probing_and_nothing_found_names_what_was_probed() {
+    let env = Env::new();
+    let server = ollama(vec![], vec![OllamaModel::new("qwen3:8b", 40_960)]).await;
+    // With a key the named-by-default model is used: Ollama is never asked.
+    let mut command = probing(&env, &server, &["--list-models"]);
+    command.env("OPENAI_API_KEY", "sk-test");
+    let out = output(command).await;
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).contains("ollama/qwen3:8b"),
+        "--list-models is live"
+    );
+    let before = server.discovery_requests().len();
+    let mut command = probing(
+        &env,
+        &server,
+        &["-p", "hi", "--base-url", "https://127.0.0.2:9/v1"],
+    );
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["--model", "m"]);
+    let _ = output(command).await;
+    assert_eq!(
+        server.discovery_requests().len(),
+        before,
+        "no probe with a key"
+    );
+
+    // Nothing answers: exit 2, and the message names the servers looked for.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let mut command = env.command(None, &["-p", "hi"]);
+    command.env("CODING_AGENT_LOCAL_PROBES", &closed);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no API key found"));
+    assert!(
+        text(&out.stderr).contains(&format!("No local server answered at {closed}")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_content() {
+    let env = Env::new();
+    std::fs::write(env.work.path().join("a.txt"), "alpha\n").unwrap();
+    let server = MockServer::start(Script {
+        replies: vec![
+            Reply::tool_call("read", json!({"path": "a.txt"})),
+            Reply::text("It says alpha."),
+        ],
+    })
+    .await
+    .unwrap();
+    server.emulate(Emulation::LlamaCpp {
+        model: "smollm2".into(),
+        n_ctx: 2_048,
+    });
+    let out = output(env.command(
+        None,
+        &[
+            "--mode",
+            "json",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "smollm2",
+            "read a.txt",
+        ],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[1]["model"]["context_window"], 2_048, "from /props");
+    let second = &server.requests()[1].body;
+    let assistant = &second["messages"][2];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(
+        assistant["content"], "",
+        "\"\" for a tool-call-only message, never null"
+    );
+    assert!(assistant["tool_calls"].is_array());
+
+    // Without --model the server names it; errors name the URL, not `custom`.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", l.local_addr().unwrap())
+    };
+    let out = output(env.command(None, &["-p", "x", "--base-url", &dead, "--model", "m"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(&dead), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("custom"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no empty line for a run that failed before any text"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_rejects_tools_gets_the_request_again_without_them() {
+    let env = Env::new();
+    let server = serve(vec![
+        Reply::status(
+            400,
+            r#"{"error":{"message":"registry.ollama.ai/library/gemma:2b does not support tools"}}"#,
+        ),
+        Reply::text("Just chatting."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "hi"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Just chatting.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "one retry, not three");
+    assert!(requests[0].body["tools"].is_array());
+    assert!(
+        requests[1].body.get("tools").is_none(),
+        "{}",
+        requests[1].body
+    );
+}
