@@ -79,7 +79,9 @@ impl Balance {
             | AgentEvent::ApprovalDecided { .. }
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
-            | AgentEvent::Rewound { .. } => {}
+            | AgentEvent::Rewound { .. }
+            | AgentEvent::ToolsChanged { .. }
+            | AgentEvent::McpStatus { .. } => {}
         }
     }
 

@@ -13,8 +13,10 @@ mod checkpoint;
 mod coerce;
 mod compaction;
 mod event;
+mod extra;
 mod hooks;
 mod io;
+mod mcp_status;
 mod message;
 mod owner;
 mod protocol;
@@ -34,7 +36,9 @@ pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, ResetReason, RunSummary, ToolOutcome, ToolRun,
 };
+pub use extra::ExtraTools;
 pub use hooks::{Hooks, NextTurn, NoHooks, TurnInfo};
+pub use mcp_status::{McpServerStatus, McpState, McpStatus};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use protocol::{AgentConfig, AgentError, AgentSnapshot};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};

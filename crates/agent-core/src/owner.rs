@@ -57,6 +57,7 @@ pub(crate) struct Owner {
     stopping: bool,
     compactor: Option<Arc<dyn Compactor>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
+    extra_tools: crate::ExtraTools,
 }
 
 impl Owner {
@@ -93,6 +94,7 @@ impl Owner {
             stopping: false,
             compactor: config.compactor,
             checkpointer: config.checkpointer,
+            extra_tools: config.extra_tools,
         }
     }
 
@@ -100,10 +102,15 @@ impl Owner {
         let Some(mut internal) = self.internal_rx.take() else {
             return;
         };
+        let mut extra = self.extra_tools.subscribe();
         loop {
             // Unbiased: a run streaming fast must not starve an abort.
             tokio::select! {
                 Some(message) = internal.recv() => self.on_internal(message),
+                Ok(()) = extra.changed() => {
+                    let tools = extra.borrow_and_update().iter().map(|t| t.name().to_string()).collect();
+                    self.deliver(AgentEvent::ToolsChanged { tools });
+                }
                 command = commands.recv(), if self.handles_alive => match command {
                     Some(command) => self.on_command(command),
                     None => {
@@ -488,6 +495,7 @@ impl Owner {
             stream_options: self.stream_options.clone(),
             compactor: self.compactor.clone(),
             checkpointer: self.checkpointer.clone(),
+            extra_tools: self.extra_tools.clone(),
             turn: self.turn,
         };
         let io = LoopIo {

@@ -619,7 +619,9 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::QueueReturned { .. }
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
-            | AgentEvent::Rewound { .. } => {}
+            | AgentEvent::Rewound { .. }
+            | AgentEvent::ToolsChanged { .. }
+            | AgentEvent::McpStatus { .. } => {}
             AgentEvent::ApprovalRequested { request } => {
                 assert!(
                     tools.contains(&request.tool_call_id),

@@ -1,0 +1,197 @@
+//! A real MCP server over stdio for the tests, built on rmcp's server side. Flags choose how
+//! it misbehaves:
+//!
+//! - `--delay-ms N`: sleeps before answering anything (a slow start);
+//! - `--fail-start MESSAGE`: prints MESSAGE on stderr and exits 1 at once;
+//! - `--many N`: also offers N tools with large definitions (`big_0` …);
+//! - `--marker DIR`: writes `DIR/hanging` when `hang` starts and `DIR/cancelled` when the
+//!   client cancels it (so a test sees the protocol's cancellation arrive).
+//!
+//! Tools: `echo` (read-only: text and structured content), `add`, `fail` (an error result),
+//! `hang` (until cancelled), `crash` (the process exits), `image` (an image block).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// A 1×1 PNG.
+const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[derive(Clone)]
+struct TestServer {
+    many: usize,
+    marker: Option<PathBuf>,
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+impl TestServer {
+    fn tools(&self) -> Vec<Tool> {
+        let text_arg = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "what to echo"}},
+            "required": ["text"]
+        });
+        let mut tools = vec![
+            Tool::new("echo", "Echoes the text back", schema(text_arg))
+                .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new(
+                "add",
+                "Adds two integers",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"]
+                })),
+            ),
+            Tool::new("fail", "Always fails", schema(json!({"type": "object"}))),
+            Tool::new(
+                "hang",
+                "Never answers until cancelled",
+                schema(json!({"type": "object"})),
+            ),
+            Tool::new("crash", "Exits the server", schema(json!({"type": "object"}))),
+            Tool::new(
+                "image",
+                "Returns a picture",
+                schema(json!({"type": "object"})),
+            ),
+        ];
+        // About 2,000 characters each: 200 of them are ~100k tokens of definitions.
+        let filler = "This tool does one narrow thing among many similar ones. ".repeat(35);
+        for i in 0..self.many {
+            tools.push(Tool::new(
+                format!("big_{i}"),
+                format!("Big tool number {i} (topic-{i}). {filler}"),
+                schema(json!({
+                    "type": "object",
+                    "properties": {"value": {"type": "string", "description": "any value"}}
+                })),
+            ));
+        }
+        tools
+    }
+
+    fn mark(&self, name: &str) {
+        if let Some(dir) = &self.marker {
+            let _ = std::fs::write(dir.join(name), std::process::id().to_string());
+        }
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "echo" => {
+                let text = args.get("text").and_then(Value::as_str).unwrap_or("");
+                let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+                    "echo: {text}"
+                ))]);
+                result.structured_content = Some(json!({"echoed": text}));
+                result
+            }
+            "add" => {
+                let a = args.get("a").and_then(Value::as_i64).unwrap_or(0);
+                let b = args.get("b").and_then(Value::as_i64).unwrap_or(0);
+                CallToolResult::success(vec![ContentBlock::text(format!("{}", a + b))])
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]),
+            "hang" => {
+                self.mark("hanging");
+                context.ct.cancelled().await;
+                self.mark("cancelled");
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
+            "crash" => {
+                eprintln!("crashing on purpose");
+                std::process::exit(3);
+            }
+            "image" => CallToolResult::success(vec![
+                ContentBlock::text("a pixel"),
+                ContentBlock::image(PIXEL, "image/png"),
+            ]),
+            name if name.starts_with("big_") => {
+                CallToolResult::success(vec![ContentBlock::text(format!("{name} ran"))])
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn on_cancelled(
+        &self,
+        _notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        self.mark("cancel-notification");
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut server = TestServer {
+        many: 0,
+        marker: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_default();
+        match arg.as_str() {
+            "--delay-ms" => {
+                let ms = value.parse().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            "--fail-start" => {
+                eprintln!("{value}");
+                std::process::exit(1);
+            }
+            "--many" => server.many = value.parse().unwrap_or(0),
+            "--marker" => server.marker = Some(PathBuf::from(value)),
+            other => {
+                eprintln!("unknown flag {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(err) => {
+            eprintln!("mcp-test-server: {err}");
+            std::process::exit(1);
+        }
+    }
+}

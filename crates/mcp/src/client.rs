@@ -1,0 +1,156 @@
+//! Connecting to one server: a child process on stdio (in the sandbox commands run in, with
+//! the provider keys hidden, its stderr kept for error messages) or a streamable-HTTP URL.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::RoleClient;
+use rmcp::service::{RunningService, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::config::{ServerConfig, Transport};
+
+pub(crate) type Service = RunningService<RoleClient, ()>;
+
+/// What a stdio server started with, besides its config.
+pub struct Launch {
+    /// Where the agent runs: a server's default working directory.
+    pub cwd: std::path::PathBuf,
+    /// The sandbox of bash; `None`: commands run unconfined.
+    pub sandbox: Option<Arc<sandbox::Sandbox>>,
+    /// Environment variables a server must not see (the provider keys).
+    pub hidden_env: Vec<String>,
+}
+
+/// The last lines a server wrote on stderr: what it said before it died.
+#[derive(Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    const LINES: usize = 20;
+
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == Self::LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The last few lines, joined; empty when it said nothing.
+    pub fn last(&self, n: usize) -> String {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let skip = lines.len().saturating_sub(n);
+        lines
+            .iter()
+            .skip(skip)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+}
+
+/// Starts the server and completes the protocol's handshake.
+pub(crate) async fn connect(
+    config: &ServerConfig,
+    launch: &Launch,
+    stderr: &StderrTail,
+) -> Result<Service, String> {
+    match config.transport()? {
+        Transport::Stdio { command, args } => stdio(config, launch, &command, &args, stderr).await,
+        Transport::Http { url } => http(config, &url).await,
+    }
+}
+
+async fn stdio(
+    config: &ServerConfig,
+    launch: &Launch,
+    program: &str,
+    args: &[String],
+    stderr: &StderrTail,
+) -> Result<Service, String> {
+    let cwd = match &config.cwd {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => launch.cwd.join(dir),
+        None => launch.cwd.clone(),
+    };
+    let mut command = std::process::Command::new(resolve_program(program, &cwd));
+    command.args(args).current_dir(&cwd);
+    for key in &launch.hidden_env {
+        command.env_remove(key);
+    }
+    command.envs(&config.env);
+    if config.sandboxed()
+        && let Some(sandbox) = &launch.sandbox
+    {
+        let prepared = sandbox
+            .prepare()
+            .map_err(|e| format!("the sandbox could not be prepared: {e}"))?;
+        prepared.install(&mut command);
+    }
+    let mut command = tokio::process::Command::from(command);
+    // Its own process group: a terminal's Ctrl+C is for the agent, not for its servers.
+    command.process_group(0).kill_on_drop(true);
+    let (transport, err) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    if let Some(err) = err {
+        let tail = stderr.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(err).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if !line.trim().is_empty() {
+                    tail.push(line);
+                }
+            }
+        });
+    }
+    ().serve(transport).await.map_err(|e| {
+        let said = stderr.last(3);
+        if said.is_empty() {
+            format!("the handshake failed: {e}")
+        } else {
+            format!("the handshake failed: {e} (stderr: {said})")
+        }
+    })
+}
+
+/// A relative program path (`./server.py`) is relative to the server's directory.
+fn resolve_program(program: &str, cwd: &Path) -> std::path::PathBuf {
+    if program.contains('/') && !Path::new(program).is_absolute() {
+        cwd.join(program)
+    } else {
+        program.into()
+    }
+}
+
+async fn http(config: &ServerConfig, url: &str) -> Result<Service, String> {
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(var) = &config.bearer_token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("`bearer_token_env`: {var} is not set"))?;
+        transport = transport.auth_header(token);
+    }
+    let mut headers = HashMap::new();
+    for (name, value) in &config.headers {
+        let name = http::HeaderName::try_from(name.as_str())
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        headers.insert(name, value);
+    }
+    if !headers.is_empty() {
+        transport = transport.custom_headers(headers);
+    }
+    let transport = StreamableHttpClientTransport::from_config(transport);
+    ().serve(transport)
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))
+}
