@@ -28,13 +28,26 @@ pub struct Launch {
 
 /// The last lines a server wrote on stderr: what it said before it died.
 #[derive(Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub(crate) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// The task reading it, which ends when the server closes its stderr (exits).
+    reader: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
 
 impl StderrTail {
     const LINES: usize = 20;
 
+    /// Waits (a little) until the server's stderr is closed, so a dying server's last words
+    /// are in the tail before anyone reads it.
+    pub async fn settle(&self) {
+        let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), reader).await;
+        }
+    }
+
     fn push(&self, line: String) {
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         if lines.len() == Self::LINES {
             lines.pop_front();
         }
@@ -43,7 +56,7 @@ impl StderrTail {
 
     /// The last few lines, joined; empty when it said nothing.
     pub fn last(&self, n: usize) -> String {
-        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         let skip = lines.len().saturating_sub(n);
         lines
             .iter()
@@ -101,7 +114,7 @@ async fn stdio(
         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
     if let Some(err) = err {
         let tail = stderr.clone();
-        tokio::spawn(async move {
+        let reader = tokio::spawn(async move {
             let mut lines = BufReader::new(err).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 if !line.trim().is_empty() {
@@ -109,8 +122,13 @@ async fn stdio(
                 }
             }
         });
+        *stderr.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
     }
-    ().serve(transport).await.map_err(|e| {
+    let served = ().serve(transport).await;
+    if served.is_err() {
+        stderr.settle().await;
+    }
+    served.map_err(|e| {
         let said = stderr.last(3);
         if said.is_empty() {
             format!("the handshake failed: {e}")

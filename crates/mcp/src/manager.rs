@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use agent_core::{ExtraTools, McpServerStatus, McpState, McpStatus, Tool};
 use tokio::sync::watch;
@@ -237,8 +236,7 @@ impl Inner {
                 Ok(other) => format!("the connection ended ({other:?})"),
                 Err(e) => format!("the connection task failed: {e}"),
             };
-            // Let the last words of a dying server reach the tail.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            stderr.settle().await;
             append_stderr(&mut why, &stderr);
             report(&inner, &server, generation, Err(why));
         }));
