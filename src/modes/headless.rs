@@ -19,9 +19,24 @@ pub enum Output {
 
 pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
     let Setup {
-        agent, sessions, ..
+        agent,
+        sessions,
+        mcp,
+        ..
     } = setup;
     let mut events = agent.subscribe();
+    // Nobody watches a status line here: the first model call has every server's tools, or
+    // the reason it has none (bounded by each server's startup timeout).
+    if let Some(mcp) = &mcp {
+        mcp.wait_ready().await;
+        if output == Output::Answer {
+            for server in mcp.status().servers {
+                if let Some(error) = server.error {
+                    eprintln!("coding-agent: MCP server `{}` failed: {error}", server.name);
+                }
+            }
+        }
+    }
     if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
         eprintln!("coding-agent: {err}");
         return ExitCode::FAILURE;

@@ -36,6 +36,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         sessions: setup.sessions.clone(),
         registry: setup.registry.clone(),
         shell: setup.shell.clone(),
+        mcp: setup.mcp.clone(),
     });
     let result = tui::run(setup.agent.clone(), host, options).await;
     for error in setup.sessions.recorder().finish().await {
@@ -60,6 +61,7 @@ struct TuiHost {
     sessions: Arc<Sessions>,
     registry: Registry,
     shell: Arc<dyn Tool>,
+    mcp: Option<mcp::McpManager>,
 }
 
 #[async_trait]
@@ -138,6 +140,13 @@ impl Host for TuiHost {
 
     fn safety_status(&self) -> String {
         self.safety.clone()
+    }
+
+    async fn mcp_restart(&self, name: String) -> Result<(), String> {
+        match &self.mcp {
+            Some(mcp) => mcp.restart(&name),
+            None => Err("no MCP servers are configured ([mcp_servers.NAME] in config.toml)".into()),
+        }
     }
 
     async fn rules(&self) -> Result<Vec<Vec<String>>, String> {

@@ -110,7 +110,14 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         Command::Prompt {
             message,
             streaming_behavior,
-        } => match agent.prompt(AgentMessage::user(&message)).await {
+        } => match {
+            // As in -p: a prompt sent while MCP servers still start waits for them (once
+            // they are ready or failed, this returns at once).
+            if let Some(mcp) = &setup.mcp {
+                mcp.wait_ready().await;
+            }
+            agent.prompt(AgentMessage::user(&message)).await
+        } {
             Ok(()) => Ok(None),
             Err(AgentError::Busy) => match streaming_behavior {
                 Some(StreamingBehavior::Steer) => Ok(queued(

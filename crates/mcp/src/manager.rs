@@ -100,6 +100,11 @@ impl McpManager {
         }
     }
 
+    /// The list the manager fills: give it to the agent (`AgentConfig::extra_tools`).
+    pub fn extra_tools(&self) -> ExtraTools {
+        self.inner.extra.clone()
+    }
+
     /// Whether any server is configured.
     pub fn is_empty(&self) -> bool {
         self.inner.configs.is_empty()

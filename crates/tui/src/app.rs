@@ -68,6 +68,8 @@ pub enum Action {
     ClearScreen,
     /// Open the full-screen transcript (Ctrl+O in inline mode).
     Overlay,
+    /// Stop and start the MCP server of this name (`/mcp restart NAME`).
+    McpRestart(String),
     Quit,
 }
 
@@ -114,6 +116,8 @@ pub struct App {
     pub should_quit: bool,
     /// Something changed since the last frame.
     pub dirty: bool,
+    /// The MCP servers as the last `mcp_status` said (`/mcp`).
+    pub mcp: Option<agent_core::McpStatus>,
 }
 
 impl App {
@@ -145,6 +149,7 @@ impl App {
             interrupted_shown: false,
             should_quit: false,
             dirty: true,
+            mcp: None,
         }
     }
 
@@ -341,9 +346,17 @@ impl App {
                 };
                 self.push_cell(cell);
             }
+            AgentEvent::McpStatus { status } => {
+                for failure in crate::mcp_view::new_failures(self.mcp.as_ref(), status) {
+                    self.push_cell(CellKind::Error(failure));
+                }
+                self.status.mcp = Some(status.counts());
+                self.mcp = Some(status.clone());
+            }
             AgentEvent::TurnStart { .. }
             | AgentEvent::TurnEnd { .. }
-            | AgentEvent::MessageStart { .. } => {}
+            | AgentEvent::MessageStart { .. }
+            | AgentEvent::ToolsChanged { .. } => {}
         }
         Vec::new()
     }

@@ -71,6 +71,10 @@ pub trait Host: Send + Sync + 'static {
     async fn label(&self, name: String) -> Result<(), String>;
     /// Copies the current branch into a new session file and goes on there; returns its id.
     async fn fork(&self) -> Result<String, String>;
+    /// Stops and starts the MCP server `name`; its new state arrives as `mcp_status`.
+    async fn mcp_restart(&self, name: String) -> Result<(), String> {
+        Err(format!("no MCP server `{name}` is configured"))
+    }
 }
 
 /// A user message `/rewind` can go back to.
