@@ -58,6 +58,8 @@ pub(crate) struct Owner {
     compactor: Option<Arc<dyn Compactor>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
     extra_tools: crate::ExtraTools,
+    /// The last `mcp_status`, told to each new subscriber.
+    mcp_status: Option<crate::McpStatus>,
 }
 
 impl Owner {
@@ -95,6 +97,7 @@ impl Owner {
             compactor: config.compactor,
             checkpointer: config.checkpointer,
             extra_tools: config.extra_tools,
+            mcp_status: None,
         }
     }
 
@@ -242,7 +245,15 @@ impl Owner {
                     approvals: self.approvals.iter().map(|(r, _)| r.clone()).collect(),
                 });
             }
-            Command::Subscribe(tx) => self.subscribers.push(tx),
+            Command::Subscribe(tx) => {
+                // A reader that comes late still learns how the MCP servers are doing.
+                if let Some(status) = &self.mcp_status {
+                    let _ = tx.send(AgentEvent::McpStatus {
+                        status: status.clone(),
+                    });
+                }
+                self.subscribers.push(tx);
+            }
             Command::WaitIdle(reply) => {
                 if self.run.is_none() {
                     let _ = reply.send(());
@@ -528,6 +539,7 @@ impl Owner {
         match &event {
             AgentEvent::MessageEnd { message } => self.messages.push(message.clone()),
             AgentEvent::TurnStart { turn } => self.turn = self.turn.max(*turn),
+            AgentEvent::McpStatus { status } => self.mcp_status = Some(status.clone()),
             AgentEvent::CompactionEnd {
                 outcome: CompactionOutcome::Compacted { summary, replaced },
                 ..

@@ -94,3 +94,26 @@ async fn a_tool_added_mid_run_is_offered_and_callable_on_the_next_call() {
     assert_eq!(last, Some(StopReason::Stop));
     assert_eq!(extra.current().len(), 2);
 }
+
+#[tokio::test]
+async fn a_late_subscriber_learns_the_last_mcp_status() {
+    let h = harness(vec![]).spawn();
+    let status = agent_core::McpStatus {
+        servers: vec![agent_core::McpServerStatus {
+            name: "docs".into(),
+            state: agent_core::McpState::Ready,
+            tools: vec!["mcp__docs__search".into()],
+            tokens: 120,
+            error: None,
+        }],
+        search_mode: false,
+        budget_tokens: 1000,
+    };
+    h.agent.announce_mcp(status.clone());
+    let mut late = h.agent.subscribe();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), late.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first, AgentEvent::McpStatus { status });
+}
