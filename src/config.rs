@@ -241,7 +241,10 @@ impl Config {
         self.screen = other.screen.or(self.screen);
         // A trusted repository may add servers (and replace one of the same name).
         self.mcp_servers.extend(other.mcp_servers);
-        self.mcp.tool_budget_percent = other.mcp.tool_budget_percent.or(self.mcp.tool_budget_percent);
+        self.mcp.tool_budget_percent = other
+            .mcp
+            .tool_budget_percent
+            .or(self.mcp.tool_budget_percent);
         // `[sandbox]` and `approval` come from the home config only (see `load`).
     }
 

@@ -34,13 +34,18 @@ async fn print_mode_waits_for_a_slow_server_and_calls_its_tool() {
         Reply::text("The server said hi."),
     ])
     .await;
-    let out = env.run(Some(&server), &["-p", "say hi through mcp"], "").await;
+    let out = env
+        .run(Some(&server), &["-p", "say hi through mcp"], "")
+        .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "The server said hi.\n");
     let requests = server.requests();
     let first = tool_names(&requests[0].body);
     assert!(first.contains(&"mcp__t__echo".to_string()), "{first:?}");
-    assert!(first.contains(&"read".to_string()), "built-ins stay: {first:?}");
+    assert!(
+        first.contains(&"read".to_string()),
+        "built-ins stay: {first:?}"
+    );
     let second = &requests[1].body;
     assert_eq!(roles(second), ["system", "user", "assistant", "tool"]);
     assert_eq!(second["messages"][3]["content"], "echo: hi");
@@ -83,12 +88,22 @@ async fn json_mode_shows_server_states_and_the_tool_call() {
     assert_eq!(state("t").0, "ready");
     assert_eq!(state("bad").0, "failed");
     assert!(
-        state("bad").1.as_str().unwrap().contains("missing token XYZ"),
+        state("bad")
+            .1
+            .as_str()
+            .unwrap()
+            .contains("missing token XYZ"),
         "{last}"
     );
     // The states came before the run: the model call had the tools.
-    let first_status = events.iter().position(|e| e["type"] == "mcp_status").unwrap();
-    let agent_start = events.iter().position(|e| e["type"] == "agent_start").unwrap();
+    let first_status = events
+        .iter()
+        .position(|e| e["type"] == "mcp_status")
+        .unwrap();
+    let agent_start = events
+        .iter()
+        .position(|e| e["type"] == "agent_start")
+        .unwrap();
     assert!(first_status < agent_start);
     let end = events
         .iter()
@@ -138,7 +153,10 @@ async fn two_hundred_large_tools_are_sent_as_a_search_tool() {
     assert!(first.contains(&"mcp_search".to_string()), "{first:?}");
     assert!(!first.iter().any(|n| n.starts_with("mcp__")), "{first:?}");
     let second = tool_names(&requests[1].body);
-    assert!(second.contains(&"mcp__big__big_42".to_string()), "{second:?}");
+    assert!(
+        second.contains(&"mcp__big__big_42".to_string()),
+        "{second:?}"
+    );
     assert!(second.len() < 20, "only what was found: {second:?}");
     let third = &requests[2].body;
     let last = third["messages"].as_array().unwrap().last().unwrap();
@@ -150,7 +168,10 @@ async fn untrusted_approval_refuses_mcp_calls_headless() {
     let env = Env::new();
     write_config(
         &env,
-        &format!("approval = \"untrusted\"\n{}", mcp_server_entry("t", &[], "")),
+        &format!(
+            "approval = \"untrusted\"\n{}",
+            mcp_server_entry("t", &[], "")
+        ),
     );
     let server = serve(vec![
         Reply::tool_call("mcp__t__add", json!({"a": 1, "b": 2})),

@@ -24,7 +24,11 @@ fn start(server: &MockServer, config: &str) -> Session {
 fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + WAIT;
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -68,7 +72,10 @@ fn the_first_frame_and_prompt_do_not_wait_for_a_slow_server() {
         "{:?}",
         tool_names(first)
     );
-    assert!(started.elapsed() < Duration::from_secs(6), "the prompt waited");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "the prompt waited"
+    );
     session.wait_for("mcp 1/1");
 }
 

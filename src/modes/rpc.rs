@@ -99,6 +99,15 @@ async fn handle(setup: &Setup, line: &str) -> Response {
     Response::new(request.id, name, execute(setup, request.command).await)
 }
 
+/// As in -p: a prompt sent while MCP servers still start waits for them (once they are ready
+/// or failed, this goes on at once).
+async fn prompt_when_ready(setup: &Setup, message: &str) -> Result<(), AgentError> {
+    if let Some(mcp) = &setup.mcp {
+        mcp.wait_ready().await;
+    }
+    setup.agent.prompt(AgentMessage::user(message)).await
+}
+
 async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String> {
     let agent = &setup.agent;
     let queued = |id, kind| {
@@ -110,14 +119,7 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         Command::Prompt {
             message,
             streaming_behavior,
-        } => match {
-            // As in -p: a prompt sent while MCP servers still start waits for them (once
-            // they are ready or failed, this returns at once).
-            if let Some(mcp) = &setup.mcp {
-                mcp.wait_ready().await;
-            }
-            agent.prompt(AgentMessage::user(&message)).await
-        } {
+        } => match prompt_when_ready(setup, &message).await {
             Ok(()) => Ok(None),
             Err(AgentError::Busy) => match streaming_behavior {
                 Some(StreamingBehavior::Steer) => Ok(queued(

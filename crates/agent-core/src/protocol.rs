@@ -7,8 +7,8 @@ use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor, ExtraTools, Hooks,
-    NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor,
+    ExtraTools, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
 };
 
 /// How an agent starts.

@@ -5,9 +5,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
-use agent_core::{
-    AgentEvent, Concurrency, ExtraTools, Tool, ToolContext, ToolError, ToolOutput,
-};
+use agent_core::{AgentEvent, Concurrency, ExtraTools, Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use llm::StopReason;
 use serde_json::{Value, json};

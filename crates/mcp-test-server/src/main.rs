@@ -60,7 +60,11 @@ impl TestServer {
                 "Never answers until cancelled",
                 schema(json!({"type": "object"})),
             ),
-            Tool::new("crash", "Exits the server", schema(json!({"type": "object"}))),
+            Tool::new(
+                "crash",
+                "Exits the server",
+                schema(json!({"type": "object"})),
+            ),
             Tool::new(
                 "image",
                 "Returns a picture",
@@ -111,9 +115,8 @@ impl ServerHandler for TestServer {
         let result = match request.name.as_ref() {
             "echo" => {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or("");
-                let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
-                    "echo: {text}"
-                ))]);
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(format!("echo: {text}"))]);
                 result.structured_content = Some(json!({"echoed": text}));
                 result
             }
@@ -141,10 +144,7 @@ impl ServerHandler for TestServer {
                 CallToolResult::success(vec![ContentBlock::text(format!("{name} ran"))])
             }
             other => {
-                return Err(ErrorData::invalid_params(
-                    format!("no tool {other}"),
-                    None,
-                ));
+                return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
             }
         };
         Ok(result.into())

@@ -44,13 +44,8 @@ pub struct ServerConfig {
 /// How a server is reached, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-    },
-    Http {
-        url: String,
-    },
+    Stdio { command: String, args: Vec<String> },
+    Http { url: String },
 }
 
 impl ServerConfig {
@@ -97,7 +92,9 @@ impl ServerConfig {
 }
 
 fn secs(value: Option<f64>, default: f64) -> Duration {
-    let value = value.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(default);
+    let value = value
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or(default);
     Duration::from_secs_f64(value.min(86_400.0))
 }
 

@@ -82,7 +82,11 @@ impl McpManager {
                 (name.clone(), slot)
             })
             .collect();
-        let share = if share.is_finite() { share.clamp(0.0, 1.0) } else { 0.1 };
+        let share = if share.is_finite() {
+            share.clamp(0.0, 1.0)
+        } else {
+            0.1
+        };
         Self {
             inner: Arc::new_cyclic(|me| Inner {
                 me: me.clone(),
@@ -133,7 +137,11 @@ impl McpManager {
             let known: Vec<&str> = self.inner.configs.keys().map(String::as_str).collect();
             format!(
                 "no MCP server `{name}` (configured: {})",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             )
         })?;
         if !config.enabled() {
@@ -232,7 +240,14 @@ impl Inner {
             let tools: Vec<Arc<McpTool>> = listed
                 .iter()
                 .filter(|t| config.offers(&t.name))
-                .map(|t| Arc::new(McpTool::new(&server, t, config.tool_timeout(), peer.clone())))
+                .map(|t| {
+                    Arc::new(McpTool::new(
+                        &server,
+                        t,
+                        config.tool_timeout(),
+                        peer.clone(),
+                    ))
+                })
                 .collect();
             report(&inner, &server, generation, Ok(tools));
             let reason = service.waiting().await;
@@ -269,13 +284,21 @@ impl Inner {
                     )
                     .collect()
             } else {
-                ready.iter().map(|t| (*t).clone() as Arc<dyn Tool>).collect()
+                ready
+                    .iter()
+                    .map(|t| (*t).clone() as Arc<dyn Tool>)
+                    .collect()
             };
             (tools, status)
         };
         self.extra.set(tools);
         self.changes.send_modify(|n| *n += 1);
-        if let Some(notify) = self.notify.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(notify) = self
+            .notify
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             notify(status);
         }
     }

@@ -103,7 +103,10 @@ mod tests {
 
     #[test]
     fn names_count_more_than_descriptions() {
-        assert_eq!(score("issue", "mcp__gh__create_issue", "Creates an issue"), 2);
+        assert_eq!(
+            score("issue", "mcp__gh__create_issue", "Creates an issue"),
+            2
+        );
         assert_eq!(score("issue", "mcp__gh__list", "Lists issues"), 1);
         assert_eq!(score("weather", "mcp__gh__list", "Lists issues"), 0);
     }

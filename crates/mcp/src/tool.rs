@@ -34,7 +34,12 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 }
 
 impl McpTool {
-    pub fn new(server: &str, tool: &rmcp::model::Tool, timeout: Duration, peer: Peer<RoleClient>) -> Self {
+    pub fn new(
+        server: &str,
+        tool: &rmcp::model::Tool,
+        timeout: Duration,
+        peer: Peer<RoleClient>,
+    ) -> Self {
         let mut description = tool.description.as_deref().unwrap_or("").trim().to_string();
         if description.len() > MAX_DESCRIPTION {
             let mut end = MAX_DESCRIPTION;
@@ -180,7 +185,9 @@ pub(crate) fn map_result(result: CallToolResult) -> ToolOutput {
     }
     ToolOutput {
         content,
-        details: result.structured_content.map(|s| json!({ "structured": s })),
+        details: result
+            .structured_content
+            .map(|s| json!({ "structured": s })),
         is_error: result.is_error == Some(true),
         terminate: false,
     }

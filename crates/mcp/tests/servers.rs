@@ -27,10 +27,7 @@ fn test_server() -> PathBuf {
             build.arg("--release");
         }
         let target_dir = profile_dir.parent().unwrap();
-        let status = build
-            .env("CARGO_TARGET_DIR", target_dir)
-            .status()
-            .unwrap();
+        let status = build.env("CARGO_TARGET_DIR", target_dir).status().unwrap();
         assert!(status.success(), "building mcp-test-server failed");
         profile_dir.join("mcp-test-server")
     })
@@ -120,12 +117,20 @@ async fn tools_arrive_named_by_server_and_answer() {
     assert_eq!(status.counts(), (1, 1));
     assert!(!status.search_mode);
     assert!(status.servers[0].tokens > 0);
-    let names: Vec<String> = f.extra.current().iter().map(|t| t.name().to_string()).collect();
+    let names: Vec<String> = f
+        .extra
+        .current()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
     assert!(names.contains(&"mcp__t__echo".to_string()), "{names:?}");
 
     let echo = tool(&f, "mcp__t__echo");
     assert_eq!(echo.concurrency(), Concurrency::Shared, "readOnlyHint");
-    assert_eq!(tool(&f, "mcp__t__add").concurrency(), Concurrency::Exclusive);
+    assert_eq!(
+        tool(&f, "mcp__t__add").concurrency(),
+        Concurrency::Exclusive
+    );
     let out = echo
         .execute(json!({"text": "hi"}), ctx(CancellationToken::new()))
         .await
@@ -207,12 +212,21 @@ async fn failures_say_why_and_a_restart_recovers() {
     let broken = by_name("broken");
     assert_eq!(broken.state, McpState::Failed);
     assert!(
-        broken.error.as_deref().unwrap().contains("missing API token"),
+        broken
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("missing API token"),
         "{broken:?}"
     );
     let slow = by_name("slow");
     assert_eq!(slow.state, McpState::Failed);
-    assert!(slow.error.as_deref().unwrap().contains("startup_timeout_secs"));
+    assert!(
+        slow.error
+            .as_deref()
+            .unwrap()
+            .contains("startup_timeout_secs")
+    );
     assert_eq!(by_name("off").state, McpState::Disabled);
     assert_eq!(status.counts(), (1, 3));
 
@@ -224,7 +238,10 @@ async fn failures_say_why_and_a_restart_recovers() {
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let s = f.manager.status();
-            if s.servers.iter().any(|s| s.name == "crashy" && s.state == McpState::Failed) {
+            if s.servers
+                .iter()
+                .any(|s| s.name == "crashy" && s.state == McpState::Failed)
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -232,18 +249,43 @@ async fn failures_say_why_and_a_restart_recovers() {
     })
     .await
     .expect("the crash is noticed");
-    let crashy = f.manager.status().servers.into_iter().find(|s| s.name == "crashy").unwrap();
+    let crashy = f
+        .manager
+        .status()
+        .servers
+        .into_iter()
+        .find(|s| s.name == "crashy")
+        .unwrap();
     assert!(
-        crashy.error.as_deref().unwrap().contains("crashing on purpose"),
+        crashy
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("crashing on purpose"),
         "{crashy:?}"
     );
-    assert!(!f.extra.current().iter().any(|t| t.name().starts_with("mcp__crashy__")));
+    assert!(
+        !f.extra
+            .current()
+            .iter()
+            .any(|t| t.name().starts_with("mcp__crashy__"))
+    );
 
     f.manager.restart("crashy").unwrap();
     ready(&f).await;
     assert_eq!(f.manager.status().counts(), (1, 3));
-    assert!(f.extra.current().iter().any(|t| t.name() == "mcp__crashy__echo"));
-    assert!(f.manager.restart("nope").unwrap_err().contains("no MCP server"));
+    assert!(
+        f.extra
+            .current()
+            .iter()
+            .any(|t| t.name() == "mcp__crashy__echo")
+    );
+    assert!(
+        f.manager
+            .restart("nope")
+            .unwrap_err()
+            .contains("no MCP server")
+    );
     assert!(!f.statuses.lock().unwrap().is_empty());
 }
 
@@ -254,7 +296,12 @@ async fn many_large_tools_hide_behind_search() {
     let status = f.manager.status();
     assert!(status.search_mode, "{} tokens", status.servers[0].tokens);
     assert!(status.servers[0].tokens > status.budget_tokens);
-    let offered: Vec<String> = f.extra.current().iter().map(|t| t.name().to_string()).collect();
+    let offered: Vec<String> = f
+        .extra
+        .current()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
     assert_eq!(offered, ["mcp_search"]);
 
     let search = tool(&f, "mcp_search");
@@ -262,9 +309,21 @@ async fn many_large_tools_hide_behind_search() {
         .execute(json!({"query": "topic-17"}), ctx(CancellationToken::new()))
         .await
         .unwrap();
-    assert!(out.plain_text().contains("mcp__big__big_17"), "{}", out.plain_text());
-    let offered: Vec<String> = f.extra.current().iter().map(|t| t.name().to_string()).collect();
-    assert!(offered.contains(&"mcp__big__big_17".to_string()), "{offered:?}");
+    assert!(
+        out.plain_text().contains("mcp__big__big_17"),
+        "{}",
+        out.plain_text()
+    );
+    let offered: Vec<String> = f
+        .extra
+        .current()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert!(
+        offered.contains(&"mcp__big__big_17".to_string()),
+        "{offered:?}"
+    );
     let ran = tool(&f, "mcp__big__big_17")
         .execute(json!({"value": "x"}), ctx(CancellationToken::new()))
         .await
@@ -279,6 +338,11 @@ async fn filtered_tools_are_not_offered() {
     config.disabled_tools = vec!["add".into()];
     let f = start(vec![("t", config)], 200_000);
     ready(&f).await;
-    let offered: Vec<String> = f.extra.current().iter().map(|t| t.name().to_string()).collect();
+    let offered: Vec<String> = f
+        .extra
+        .current()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
     assert_eq!(offered, ["mcp__t__echo"]);
 }

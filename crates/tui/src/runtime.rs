@@ -503,7 +503,9 @@ fn perform(
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
             tokio::spawn(async move {
                 let note = match host.mcp_restart(name.clone()).await {
-                    Ok(()) => format!("Restarting MCP server `{name}` (the status line follows it)."),
+                    Ok(()) => {
+                        format!("Restarting MCP server `{name}` (the status line follows it).")
+                    }
                     Err(err) => format!("Cannot restart: {err}"),
                 };
                 let _ = tx.send(Ui::Notice(note));
