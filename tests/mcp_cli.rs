@@ -184,3 +184,67 @@ async fn untrusted_approval_refuses_mcp_calls_headless() {
     let result = second["messages"][3]["content"].as_str().unwrap();
     assert!(result.contains("nobody can approve"), "{result}");
 }
+
+/// A directory outside every place the sandbox lets commands write (see safety_cli.rs).
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let policy = sandbox::Policy::new(
+        sandbox::SandboxMode::WorkspaceWrite,
+        std::path::Path::new("/nonexistent-workspace"),
+        &[],
+        None,
+    );
+    assert!(!policy.write_allowed(dir.path()));
+    dir
+}
+
+#[tokio::test]
+async fn a_stdio_server_runs_in_the_sandbox_unless_configured_otherwise() {
+    let env = Env::new();
+    let away = outside();
+    let (boxed, free) = (away.path().join("boxed.txt"), away.path().join("free.txt"));
+    write_config(
+        &env,
+        &(mcp_server_entry("boxed", &[], "")
+            + &mcp_server_entry("free", &[], "sandbox = false")),
+    );
+    let server = serve(vec![
+        Reply::tool_call("mcp__boxed__write_file", json!({"path": boxed, "text": "x"})),
+        Reply::tool_call("mcp__free__write_file", json!({"path": free, "text": "x"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "write twice"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result = |n: usize| {
+        let body = &server.requests()[n].body;
+        body["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(result(1).contains("cannot write"), "{}", result(1));
+    assert!(!boxed.exists(), "the sandbox let an MCP server write outside");
+    assert_eq!(result(2), "written");
+    assert!(free.exists());
+}
+
+// The test blocks on the child's output, so the mock server needs its own worker thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_rpc_prompt_waits_for_the_servers() {
+    use common::rpc::Rpc;
+    let env = Env::new();
+    let server = serve(vec![Reply::text("Ready.")]).await;
+    let mut rpc = Rpc::start_with(&env, &server, |_| {
+        let config = env.home.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&mcp_server_entry("t", &["--delay-ms", "1500"], ""));
+        std::fs::write(config, text).unwrap();
+    });
+    let r = rpc.call(1, json!({"type": "prompt", "message": "hello"}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.event("agent_end");
+    let first = tool_names(&server.requests()[0].body);
+    assert!(first.contains(&"mcp__t__echo".to_string()), "{first:?}");
+    rpc.finish();
+}

@@ -8,7 +8,8 @@
 //!   client cancels it (so a test sees the protocol's cancellation arrive).
 //!
 //! Tools: `echo` (read-only: text and structured content), `add`, `fail` (an error result),
-//! `hang` (until cancelled), `crash` (the process exits), `image` (an image block).
+//! `hang` (until cancelled), `crash` (the process exits), `write_file` (a file anywhere: is
+//! the server confined?), `image` (an image block).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -64,6 +65,15 @@ impl TestServer {
                 "crash",
                 "Exits the server",
                 schema(json!({"type": "object"})),
+            ),
+            Tool::new(
+                "write_file",
+                "Writes text to a path (to see whether the sandbox lets it)",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+                    "required": ["path"]
+                })),
             ),
             Tool::new(
                 "image",
@@ -135,6 +145,16 @@ impl ServerHandler for TestServer {
             "crash" => {
                 eprintln!("crashing on purpose");
                 std::process::exit(3);
+            }
+            "write_file" => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+                let text = args.get("text").and_then(Value::as_str).unwrap_or("");
+                match std::fs::write(path, text) {
+                    Ok(()) => CallToolResult::success(vec![ContentBlock::text("written")]),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "cannot write {path}: {e}"
+                    ))]),
+                }
             }
             "image" => CallToolResult::success(vec![
                 ContentBlock::text("a pixel"),
