@@ -205,11 +205,13 @@ async fn a_stdio_server_runs_in_the_sandbox_unless_configured_otherwise() {
     let (boxed, free) = (away.path().join("boxed.txt"), away.path().join("free.txt"));
     write_config(
         &env,
-        &(mcp_server_entry("boxed", &[], "")
-            + &mcp_server_entry("free", &[], "sandbox = false")),
+        &(mcp_server_entry("boxed", &[], "") + &mcp_server_entry("free", &[], "sandbox = false")),
     );
     let server = serve(vec![
-        Reply::tool_call("mcp__boxed__write_file", json!({"path": boxed, "text": "x"})),
+        Reply::tool_call(
+            "mcp__boxed__write_file",
+            json!({"path": boxed, "text": "x"}),
+        ),
         Reply::tool_call("mcp__free__write_file", json!({"path": free, "text": "x"})),
         Reply::text("Done."),
     ])
@@ -224,7 +226,10 @@ async fn a_stdio_server_runs_in_the_sandbox_unless_configured_otherwise() {
             .to_string()
     };
     assert!(result(1).contains("cannot write"), "{}", result(1));
-    assert!(!boxed.exists(), "the sandbox let an MCP server write outside");
+    assert!(
+        !boxed.exists(),
+        "the sandbox let an MCP server write outside"
+    );
     assert_eq!(result(2), "written");
     assert!(free.exists());
 }
@@ -247,4 +252,22 @@ async fn the_first_rpc_prompt_waits_for_the_servers() {
     let first = tool_names(&server.requests()[0].body);
     assert!(first.contains(&"mcp__t__echo".to_string()), "{first:?}");
     rpc.finish();
+}
+
+#[tokio::test]
+async fn a_required_server_that_fails_stops_a_headless_run() {
+    let env = Env::new();
+    write_config(
+        &env,
+        &mcp_server_entry("db", &["--fail-start", "no database"], "required = true"),
+    );
+    let server = serve(vec![Reply::text("never")]).await;
+    let out = env.run(Some(&server), &["-p", "hello"], "").await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("the required MCP server `db` failed") && stderr.contains("no database"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "no model call");
 }

@@ -29,6 +29,13 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
     // the reason it has none (bounded by each server's startup timeout).
     if let Some(mcp) = &mcp {
         mcp.wait_ready().await;
+        let required = mcp.required_failures();
+        if !required.is_empty() {
+            for (name, error) in required {
+                eprintln!("coding-agent: the required MCP server `{name}` failed: {error}");
+            }
+            return ExitCode::FAILURE;
+        }
         if output == Output::Answer {
             for server in mcp.status().servers {
                 if let Some(error) = server.error {

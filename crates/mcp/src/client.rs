@@ -93,7 +93,11 @@ async fn stdio(
     };
     let mut command = std::process::Command::new(resolve_program(program, &cwd));
     command.args(args).current_dir(&cwd);
-    for key in &launch.hidden_env {
+    for key in launch
+        .hidden_env
+        .iter()
+        .filter(|k| !config.env_vars.contains(k))
+    {
         command.env_remove(key);
     }
     command.envs(&config.env);
@@ -161,6 +165,16 @@ async fn http(config: &ServerConfig, url: &str) -> Result<Service, String> {
         let name = http::HeaderName::try_from(name.as_str())
             .map_err(|e| format!("header `{name}`: {e}"))?;
         let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        headers.insert(name, value);
+    }
+    for (name, var) in &config.env_http_headers {
+        let Some(value) = std::env::var(var).ok().filter(|v| !v.is_empty()) else {
+            return Err(format!("header `{name}`: {var} is not set"));
+        };
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        let name = http::HeaderName::try_from(name.as_str())
             .map_err(|e| format!("header `{name}`: {e}"))?;
         headers.insert(name, value);
     }

@@ -17,6 +17,10 @@ pub struct ServerConfig {
     /// Variables added to the server's environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables of the agent's environment the server gets even when they are hidden from
+    /// commands (provider keys); the rest is inherited anyway.
+    #[serde(default)]
+    pub env_vars: Vec<String>,
     /// Where the server starts (default: the agent's working directory).
     pub cwd: Option<PathBuf>,
     /// The endpoint of a streamable-HTTP server.
@@ -24,14 +28,23 @@ pub struct ServerConfig {
     /// Headers sent with every request to `url`.
     #[serde(default, alias = "http_headers")]
     pub headers: BTreeMap<String, String>,
+    /// Headers for `url` whose values come from environment variables (name → variable).
+    #[serde(default)]
+    pub env_http_headers: BTreeMap<String, String>,
     /// An environment variable holding a bearer token for `url`.
+    #[serde(alias = "bearer_token_env_var")]
     pub bearer_token_env: Option<String>,
     /// Off: configured but not started (default on).
     pub enabled: Option<bool>,
     /// How long the server may take to start and list its tools (default 30 s).
+    #[serde(alias = "startup_timeout_sec")]
     pub startup_timeout_secs: Option<f64>,
     /// How long one tool call may take (default 120 s).
+    #[serde(alias = "tool_timeout_sec")]
     pub tool_timeout_secs: Option<f64>,
+    /// A headless run (`-p`, JSON) fails when this server cannot start.
+    #[serde(default)]
+    pub required: bool,
     /// Only these tools are offered (default: all).
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered.
@@ -120,6 +133,17 @@ mod tests {
 
     #[test]
     fn codex_shaped_entries_parse() {
+        // Codex's own key names are accepted too.
+        let codex: ServerConfig = serde_json::from_str(
+            r#"{"url": "http://127.0.0.1:1/mcp", "bearer_token_env_var": "T",
+                "startup_timeout_sec": 20, "tool_timeout_sec": 60, "required": true,
+                "http_headers": {"X-A": "1"}, "env_http_headers": {"X-B": "B_VAR"}}"#,
+        )
+        .unwrap();
+        assert_eq!(codex.bearer_token_env.as_deref(), Some("T"));
+        assert_eq!(codex.startup_timeout(), Duration::from_secs(20));
+        assert_eq!(codex.tool_timeout(), Duration::from_secs(60));
+        assert!(codex.required && codex.headers["X-A"] == "1");
         let servers: BTreeMap<String, ServerConfig> = toml_like(
             r#"{
                 "docs": {"command": "npx", "args": ["-y", "docs-mcp"], "env": {"A": "1"},

@@ -166,6 +166,20 @@ impl McpManager {
         }
     }
 
+    /// Servers marked `required` that failed, with why.
+    pub fn required_failures(&self) -> Vec<(String, String)> {
+        let state = self.inner.lock();
+        state
+            .servers
+            .iter()
+            .filter(|(name, slot)| {
+                slot.state == McpState::Failed
+                    && self.inner.configs.get(*name).is_some_and(|c| c.required)
+            })
+            .map(|(name, slot)| (name.clone(), slot.error.clone().unwrap_or_default()))
+            .collect()
+    }
+
     /// The servers as they are now.
     pub fn status(&self) -> McpStatus {
         self.inner.status(&self.inner.lock())
