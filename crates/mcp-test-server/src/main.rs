@@ -4,6 +4,10 @@
 //! - `--delay-ms N`: sleeps before answering anything (a slow start);
 //! - `--fail-start MESSAGE`: prints MESSAGE on stderr and exits 1 at once;
 //! - `--many N`: also offers N tools with large definitions (`big_0` …);
+//! - `--http`: serves streamable HTTP on 127.0.0.1 instead of stdio, and prints
+//!   `listening on http://ADDR/mcp` on stdout;
+//! - `--expect-token TOKEN` (with `--http`): answers 401 unless `Authorization: Bearer TOKEN`
+//!   and `X-Team: infra` come with the request;
 //! - `--marker DIR`: writes `DIR/hanging` when `hang` starts and `DIR/cancelled` when the
 //!   client cancels it (so a test sees the protocol's cancellation arrive).
 //!
@@ -15,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -185,8 +190,14 @@ async fn main() {
         many: 0,
         marker: None,
     };
+    let mut http = false;
+    let mut token = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--http" {
+            http = true;
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match arg.as_str() {
             "--delay-ms" => {
@@ -199,11 +210,16 @@ async fn main() {
             }
             "--many" => server.many = value.parse().unwrap_or(0),
             "--marker" => server.marker = Some(PathBuf::from(value)),
+            "--expect-token" => token = Some(value),
             other => {
                 eprintln!("unknown flag {other}");
                 std::process::exit(2);
             }
         }
+    }
+    if http {
+        serve_http(server, token).await;
+        return;
     }
     match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
@@ -213,5 +229,62 @@ async fn main() {
             eprintln!("mcp-test-server: {err}");
             std::process::exit(1);
         }
+    }
+}
+
+/// Streamable HTTP on a free port of 127.0.0.1, until killed.
+async fn serve_http(server: TestServer, token: Option<String>) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let service = Arc::new(StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("listening on http://{}/mcp", listener.local_addr().unwrap());
+    let token = Arc::new(token);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let (service, token) = (service.clone(), token.clone());
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    let (service, token) = (service.clone(), token.clone());
+                    async move {
+                        if let Some(token) = token.as_ref() {
+                            let header = |name: &str| {
+                                request
+                                    .headers()
+                                    .get(name)
+                                    .and_then(|v| v.to_str().ok())
+                                    .unwrap_or("")
+                                    .to_string()
+                            };
+                            if header("authorization") != format!("Bearer {token}")
+                                || header("x-team") != "infra"
+                            {
+                                let mut denied = hyper::Response::new(
+                                    http_body_util::Full::new(hyper::body::Bytes::from(
+                                        "unauthorized",
+                                    ))
+                                    .map_err(|never| match never {})
+                                    .boxed(),
+                                );
+                                *denied.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                                return Ok::<_, std::convert::Infallible>(denied);
+                            }
+                        }
+                        Ok(service.handle(request).await.map(|body| body.boxed()))
+                    }
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
+                .await;
+        });
     }
 }
