@@ -130,5 +130,5 @@ fn a_crashed_server_shows_in_mcp_and_restarts() {
     session.wait_for("mcp 1/1");
     session.type_text("/mcp");
     session.send("\r");
-    session.wait_for("• t — ready, 7 tools");
+    session.wait_for("• t — ready, 8 tools");
 }

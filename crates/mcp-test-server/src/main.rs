@@ -12,7 +12,8 @@
 //!   client cancels it (so a test sees the protocol's cancellation arrive).
 //!
 //! Tools: `echo` (read-only: text and structured content), `add`, `fail` (an error result),
-//! `hang` (until cancelled), `crash` (the process exits), `write_file` (a file anywhere: is
+//! `hang` (until cancelled), `crash` (the process exits), `spawn_sleeper` (a grandchild that outlives the call),
+//! `write_file` (a file anywhere: is
 //! the server confined?), `image` (an image block).
 
 use std::path::PathBuf;
@@ -69,6 +70,11 @@ impl TestServer {
             Tool::new(
                 "crash",
                 "Exits the server",
+                schema(json!({"type": "object"})),
+            ),
+            Tool::new(
+                "spawn_sleeper",
+                "Starts a long sleep in the background and returns its pid",
                 schema(json!({"type": "object"})),
             ),
             Tool::new(
@@ -151,6 +157,15 @@ impl ServerHandler for TestServer {
                 eprintln!("crashing on purpose");
                 std::process::exit(3);
             }
+            "spawn_sleeper" => match std::process::Command::new("sleep").arg("300").spawn() {
+                Ok(child) => {
+                    let pid = child.id();
+                    // Not waited for: it outlives this call on purpose.
+                    std::mem::forget(child);
+                    CallToolResult::success(vec![ContentBlock::text(pid.to_string())])
+                }
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+            },
             "write_file" => {
                 let path = args.get("path").and_then(Value::as_str).unwrap_or("");
                 let text = args.get("text").and_then(Value::as_str).unwrap_or("");

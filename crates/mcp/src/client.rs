@@ -16,6 +16,26 @@ use crate::config::{ServerConfig, Transport};
 
 pub(crate) type Service = RunningService<RoleClient, ()>;
 
+/// Kills a stdio server's whole process group when dropped: a restart, a failed start, the
+/// agent's exit. rmcp kills only the child it started, and only from a task that a runtime
+/// shutting down never runs; servers started by `npx` or `uv` are a tree of processes.
+pub(crate) struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.filter(|&p| p > 1) {
+            // SAFETY: killpg only sends a signal; the group is the one our child leads.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// A connected server, and the guard of its processes (none over HTTP).
+pub(crate) struct Connected {
+    pub service: Service,
+    pub _group: GroupGuard,
+}
+
 /// What a stdio server started with, besides its config.
 pub struct Launch {
     /// Where the agent runs: a server's default working directory.
@@ -72,10 +92,13 @@ pub(crate) async fn connect(
     config: &ServerConfig,
     launch: &Launch,
     stderr: &StderrTail,
-) -> Result<Service, String> {
+) -> Result<Connected, String> {
     match config.transport()? {
         Transport::Stdio { command, args } => stdio(config, launch, &command, &args, stderr).await,
-        Transport::Http { url } => http(config, &url).await,
+        Transport::Http { url } => Ok(Connected {
+            service: http(config, &url).await?,
+            _group: GroupGuard(None),
+        }),
     }
 }
 
@@ -85,7 +108,7 @@ async fn stdio(
     program: &str,
     args: &[String],
     stderr: &StderrTail,
-) -> Result<Service, String> {
+) -> Result<Connected, String> {
     let cwd = match &config.cwd {
         Some(dir) if dir.is_absolute() => dir.clone(),
         Some(dir) => launch.cwd.join(dir),
@@ -116,6 +139,8 @@ async fn stdio(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    // Its own group (process_group(0)): the group id is its pid.
+    let group = GroupGuard(transport.id().and_then(|pid| i32::try_from(pid).ok()));
     if let Some(err) = err {
         let tail = stderr.clone();
         let reader = tokio::spawn(async move {
@@ -132,13 +157,17 @@ async fn stdio(
     if served.is_err() {
         stderr.settle().await;
     }
-    served.map_err(|e| {
+    let service = served.map_err(|e| {
         let said = stderr.last(3);
         if said.is_empty() {
             format!("the handshake failed: {e}")
         } else {
             format!("the handshake failed: {e} (stderr: {said})")
         }
+    })?;
+    Ok(Connected {
+        service,
+        _group: group,
     })
 }
 

@@ -224,17 +224,18 @@ impl Inner {
             };
             let timeout = config.startup_timeout();
             let started = tokio::time::timeout(timeout, async {
-                let service = connect(&config, &launch.launch, &stderr).await?;
-                let tools = service
+                let connected = connect(&config, &launch.launch, &stderr).await?;
+                let tools = connected
+                    .service
                     .peer()
                     .list_all_tools()
                     .await
                     .map_err(|e| format!("listing its tools failed: {e}"))?;
-                Ok::<_, String>((service, tools))
+                Ok::<_, String>((connected, tools))
             })
             .await;
             drop(launch);
-            let (service, listed) = match started {
+            let (connected, listed) = match started {
                 Err(_) => {
                     let mut why = format!(
                         "did not start within {} s (startup_timeout_secs)",
@@ -250,6 +251,10 @@ impl Inner {
                 }
                 Ok(Ok(started)) => started,
             };
+            let crate::client::Connected {
+                service,
+                _group: group,
+            } = connected;
             let peer = service.peer().clone();
             let tools: Vec<Arc<McpTool>> = listed
                 .iter()
@@ -265,6 +270,7 @@ impl Inner {
                 .collect();
             report(&inner, &server, generation, Ok(tools));
             let reason = service.waiting().await;
+            drop(group);
             let mut why = match reason {
                 Ok(rmcp::service::QuitReason::Closed) => "the server exited".to_string(),
                 Ok(other) => format!("the connection ended ({other:?})"),

@@ -326,3 +326,34 @@ async fn filtered_tools_are_not_offered() {
         .collect();
     assert_eq!(offered, ["mcp__t__echo"]);
 }
+
+fn process_gone(pid: i32) -> bool {
+    // A zombie is as good as gone: it holds nothing.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn a_restart_ends_everything_the_server_started() {
+    let f = start(vec![("t", server(&[]))], 200_000);
+    ready(&f).await;
+    let out = tool(&f, "mcp__t__spawn_sleeper")
+        .execute(json!({}), ctx(CancellationToken::new()))
+        .await
+        .unwrap();
+    let pid: i32 = out.plain_text().trim().parse().unwrap();
+    assert!(!process_gone(pid));
+    f.manager.restart("t").unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !process_gone(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server's grandchild died with it");
+    ready(&f).await;
+}
