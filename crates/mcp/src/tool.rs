@@ -28,9 +28,40 @@ pub(crate) struct McpTool {
     peer: Peer<RoleClient>,
 }
 
-/// The name the model sees.
+/// Longest tool name every provider accepts (OpenAI's limit).
+const MAX_NAME: usize = 64;
+
+/// The name the model sees: `mcp__server__tool`, with characters providers refuse (servers
+/// use `.` and `/`) replaced by `_`, and a long name cut with a hash of the whole kept, so it
+/// stays unique. A name providers refuse would fail every request, not just this tool.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
+    let full = format!("mcp__{server}__{tool}");
+    let mut name: String = full
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.len() > MAX_NAME || name != full {
+        // The hash of the original keeps apart two tools that differ only in what was
+        // replaced or cut.
+        let hash = format!("{:08x}", fnv1a(full.as_bytes()) as u32);
+        name.truncate(MAX_NAME - hash.len() - 1);
+        name.push('_');
+        name.push_str(&hash);
+    }
+    name
+}
+
+/// FNV-1a: a stable hash (the same name in every session), no dependency.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl McpTool {
@@ -196,6 +227,21 @@ pub(crate) fn map_result(result: CallToolResult) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_valid_for_every_provider() {
+        assert_eq!(tool_name("gh", "create_issue"), "mcp__gh__create_issue");
+        let dotted = tool_name("fs", "files.read");
+        assert!(dotted.starts_with("mcp__fs__files_read_"), "{dotted}");
+        assert_ne!(dotted, tool_name("fs", "files_read"));
+        let long = tool_name("server", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+        assert_ne!(long, tool_name("server", &"x".repeat(101)));
+        for name in [dotted, long] {
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        }
+        assert_eq!(tool_name("fs", "files.read"), tool_name("fs", "files.read"));
+    }
 
     #[test]
     fn results_keep_text_images_and_errors() {
