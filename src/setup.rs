@@ -235,6 +235,7 @@ pub fn build(
         // Nothing waits for them here: their tools and states arrive as events.
         let announce = agent.clone();
         manager.start(move |status| announce.announce_mcp(status));
+        follow_model(&agent, manager.clone());
     }
     let recorder = Recorder::spawn(
         agent.subscribe(),
@@ -271,6 +272,19 @@ pub fn build(
         safety,
         mcp,
     })
+}
+
+/// Keeps the MCP tool budget a share of the current model's window (`/model`, RPC
+/// `set_model`).
+fn follow_model(agent: &Agent, manager: mcp::McpManager) {
+    let mut events = agent.subscribe();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let agent_core::AgentEvent::ModelChange { model } = event {
+                manager.set_context_window(model.context_window);
+            }
+        }
+    });
 }
 
 /// The configured MCP servers, not started yet; a stdio server runs in the sandbox of bash,

@@ -30,8 +30,9 @@ pub(crate) struct Inner {
     me: std::sync::Weak<Inner>,
     configs: BTreeMap<String, ServerConfig>,
     launch: Launch,
-    /// Definitions above this many tokens go behind `mcp_search`.
-    budget_tokens: u64,
+    /// Definitions above this many tokens go behind `mcp_search`; follows the model.
+    budget_tokens: std::sync::atomic::AtomicU64,
+    share: f64,
     extra: ExtraTools,
     notify: Mutex<Option<Notify>>,
     state: Mutex<State>,
@@ -92,7 +93,8 @@ impl McpManager {
                 me: me.clone(),
                 configs,
                 launch,
-                budget_tokens: (context_window as f64 * share) as u64,
+                budget_tokens: std::sync::atomic::AtomicU64::new(budget(context_window, share)),
+                share,
                 extra,
                 notify: Mutex::new(None),
                 state: Mutex::new(State {
@@ -180,13 +182,35 @@ impl McpManager {
             .collect()
     }
 
+    /// The model changed: the budget is a share of its window (a smaller window may put the
+    /// tools behind `mcp_search`, a larger one bring them back).
+    pub fn set_context_window(&self, context_window: u64) {
+        let new = budget(context_window, self.inner.share);
+        let old = self
+            .inner
+            .budget_tokens
+            .swap(new, std::sync::atomic::Ordering::Relaxed);
+        if old != new {
+            self.inner.publish();
+        }
+    }
+
     /// The servers as they are now.
     pub fn status(&self) -> McpStatus {
         self.inner.status(&self.inner.lock())
     }
 }
 
+fn budget(context_window: u64, share: f64) -> u64 {
+    (context_window as f64 * share) as u64
+}
+
 impl Inner {
+    fn budget(&self) -> u64 {
+        self.budget_tokens
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -341,8 +365,8 @@ impl Inner {
             .map(|s| s.tokens)
             .sum();
         McpStatus {
-            search_mode: total > self.budget_tokens,
-            budget_tokens: self.budget_tokens,
+            search_mode: total > self.budget(),
+            budget_tokens: self.budget(),
             servers,
         }
     }

@@ -238,7 +238,10 @@ mod tests {
         assert_eq!(long.len(), 64);
         assert_ne!(long, tool_name("server", &"x".repeat(101)));
         for name in [dotted, long] {
-            assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            );
         }
         assert_eq!(tool_name("fs", "files.read"), tool_name("fs", "files.read"));
     }

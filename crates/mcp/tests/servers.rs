@@ -357,3 +357,23 @@ async fn a_restart_ends_everything_the_server_started() {
     .expect("the server's grandchild died with it");
     ready(&f).await;
 }
+
+#[tokio::test]
+async fn the_budget_follows_the_model_window() {
+    let f = start(vec![("t", server(&["--many", "20"]))], 2_000_000);
+    ready(&f).await;
+    assert!(!f.manager.status().search_mode);
+    let all = f.extra.current().len();
+    assert!(all > 20);
+    // A model with a small window: only the search tool.
+    f.manager.set_context_window(50_000);
+    let status = f.manager.status();
+    assert!(
+        status.search_mode,
+        "{} of {}",
+        status.servers[0].tokens, status.budget_tokens
+    );
+    assert_eq!(f.extra.current().len(), 1);
+    f.manager.set_context_window(2_000_000);
+    assert_eq!(f.extra.current().len(), all);
+}
