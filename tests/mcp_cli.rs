@@ -251,6 +251,30 @@ async fn the_first_rpc_prompt_waits_for_the_servers() {
     rpc.event("agent_end");
     let first = tool_names(&server.requests()[0].body);
     assert!(first.contains(&"mcp__t__echo".to_string()), "{first:?}");
+
+    let r = rpc.call(2, json!({"type": "mcp_restart", "name": "t"}));
+    assert_eq!(r["success"], true, "{r}");
+    let is = |e: &Value, want: &str| {
+        e["type"] == "mcp_status" && e["status"]["servers"][0]["state"] == want
+    };
+    // Events may come before the response: look at what was read, then wait.
+    let restarted = rpc
+        .seen
+        .iter()
+        .rposition(|e| is(e, "starting"))
+        .expect("starting");
+    if !rpc.seen[restarted..].iter().any(|e| is(e, "ready")) {
+        rpc.wait_for("the server back", |e| is(e, "ready"));
+    }
+    let r = rpc.call(3, json!({"type": "mcp_restart", "name": "nope"}));
+    assert_eq!(r["success"], false, "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("no MCP server `nope`"),
+        "{r}"
+    );
     rpc.finish();
 }
 

@@ -302,6 +302,10 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                 session: session_ref(setup),
             }))
         }
+        Command::McpRestart { name } => match &setup.mcp {
+            Some(mcp) => mcp.restart(&name).map(|()| None),
+            None => Err("no MCP servers are configured".into()),
+        },
     }
 }
 
