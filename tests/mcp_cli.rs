@@ -295,3 +295,28 @@ async fn a_required_server_that_fails_stops_a_headless_run() {
     );
     assert!(server.requests().is_empty(), "no model call");
 }
+
+#[tokio::test]
+async fn doctor_lists_the_servers_and_what_is_wrong() {
+    let env = Env::new();
+    write_config(
+        &env,
+        &(mcp_server_entry("t", &[], "")
+            + "[mcp_servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"MCP_DOCTOR_UNSET_VAR\"\n"
+            + "[mcp_servers.broken]\nenabled = false\n"),
+    );
+    let out = env.run(None, &["doctor"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("MCP servers:"), "{report}");
+    assert!(report.contains("  t: stdio `"), "{report}");
+    assert!(report.contains("in the sandbox"), "{report}");
+    assert!(
+        report.contains("token from MCP_DOCTOR_UNSET_VAR (not set!)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("broken (disabled): error: set `command`"),
+        "{report}"
+    );
+}
