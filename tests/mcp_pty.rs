@@ -132,3 +132,34 @@ fn a_crashed_server_shows_in_mcp_and_restarts() {
     session.send("\r");
     session.wait_for("• t — ready, 8 tools");
 }
+
+#[test]
+fn under_untrusted_an_mcp_call_asks_first() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![
+                Reply::tool_call(
+                    "mcp__t__write_file",
+                    json!({"path": "made.txt", "text": "x"}),
+                ),
+                Reply::text("Written."),
+            ],
+        }))
+        .unwrap();
+    let config = format!(
+        "approval = \"untrusted\"\n{}",
+        mcp_server_entry("t", &[], "")
+    );
+    let mut session = start(&server, &config);
+    session.wait_for("Type a message");
+    session.wait_for("mcp 1/1");
+    session.type_text("write it");
+    session.send("\r");
+    session.wait_for("Allow mcp__t__write_file?");
+    let made = session.dir.path().join("made.txt");
+    assert!(!made.exists(), "nothing runs before the answer");
+    session.send("y");
+    session.wait_for("Written.");
+    assert!(made.exists());
+}
