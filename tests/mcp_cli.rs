@@ -320,3 +320,37 @@ async fn doctor_lists_the_servers_and_what_is_wrong() {
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn the_agent_exit_ends_what_a_server_started() {
+    let env = Env::new();
+    write_config(&env, &mcp_server_entry("t", &[], ""));
+    let server = serve(vec![
+        Reply::tool_call("mcp__t__spawn_sleeper", json!({})),
+        Reply::text("Started one."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "start a sleeper"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = &server.requests()[1].body;
+    let pid: i32 = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server's child {pid} outlived the agent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
