@@ -58,6 +58,8 @@ pub(crate) struct Owner {
     compactor: Option<Arc<dyn Compactor>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
     extra_tools: crate::ExtraTools,
+    /// Taken when the agent is made, so no change of the list goes unannounced.
+    extra_rx: Option<watch::Receiver<Arc<Vec<Arc<dyn Tool>>>>>,
     /// The last `mcp_status`, told to each new subscriber.
     mcp_status: Option<crate::McpStatus>,
 }
@@ -96,6 +98,7 @@ impl Owner {
             stopping: false,
             compactor: config.compactor,
             checkpointer: config.checkpointer,
+            extra_rx: Some(config.extra_tools.subscribe()),
             extra_tools: config.extra_tools,
             mcp_status: None,
         }
@@ -105,7 +108,9 @@ impl Owner {
         let Some(mut internal) = self.internal_rx.take() else {
             return;
         };
-        let mut extra = self.extra_tools.subscribe();
+        let Some(mut extra) = self.extra_rx.take() else {
+            return;
+        };
         loop {
             // Unbiased: a run streaming fast must not starve an abort.
             tokio::select! {
