@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::Tool;
 
-type List = Arc<Vec<Arc<dyn Tool>>>;
+pub(crate) type List = Arc<Vec<Arc<dyn Tool>>>;
 
 /// A handle to the agent's extra tools; cheap to clone. Replacing the list is synchronous, so a
 /// tool that makes others callable (`mcp_search`) has done so before its result goes back.

@@ -59,7 +59,7 @@ pub(crate) struct Owner {
     checkpointer: Option<Arc<dyn Checkpointer>>,
     extra_tools: crate::ExtraTools,
     /// Taken when the agent is made, so no change of the list goes unannounced.
-    extra_rx: Option<watch::Receiver<Arc<Vec<Arc<dyn Tool>>>>>,
+    extra_rx: Option<watch::Receiver<crate::extra::List>>,
     /// The last `mcp_status`, told to each new subscriber.
     mcp_status: Option<crate::McpStatus>,
 }
