@@ -39,6 +39,11 @@ pub struct Config {
     /// repository's, and the user is shown where each came from.
     #[serde(skip)]
     pub project_hooks: Vec<extensions::HookConfig>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools the agent gets (Codex's shape).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, mcp::ServerConfig>,
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// What loading had to say (settings it ignored), for the user to see once.
     #[serde(skip)]
     pub notices: Vec<String>,
@@ -67,6 +72,15 @@ pub struct ToolsConfig {
 pub struct BashConfig {
     /// Commands see the provider API keys (hidden by default).
     pub inherit_keys: Option<bool>,
+}
+
+/// `[mcp]`: how MCP tools reach the model.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The share of the model's window (in percent) all MCP tool definitions may take
+    /// before only `mcp_search` is sent (default 10).
+    pub tool_budget_percent: Option<f64>,
 }
 
 /// `[checkpoints]`: snapshots of the workspace around the agent's changes, for `/undo`.
@@ -250,6 +264,12 @@ impl Config {
         bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
         self.screen = other.screen.or(self.screen);
+        // A trusted repository may add servers (and replace one of the same name).
+        self.mcp_servers.extend(other.mcp_servers);
+        self.mcp.tool_budget_percent = other
+            .mcp
+            .tool_budget_percent
+            .or(self.mcp.tool_budget_percent);
         // `[sandbox]` and `approval` come from the home config only (see `load`); the
         // project's `[[hooks]]` are kept apart in `project_hooks`.
     }
@@ -356,6 +376,38 @@ command = "true"
         assert_eq!(config.hooks[0].timeout_secs, Some(5));
         let err = Config::parse("[[hooks]]\nevent = \"pre_tool\"\ncommand = \"x\"\n").unwrap_err();
         assert!(err.starts_with("2:9:"), "{err}");
+    }
+
+    #[test]
+    fn reads_codex_shaped_mcp_servers() {
+        let config = Config::parse(
+            r#"
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "@acme/docs-mcp"]
+env = { DOCS_TOKEN = "x" }
+startup_timeout_secs = 10
+enabled_tools = ["search"]
+
+[mcp_servers.remote]
+url = "https://mcp.example.com/mcp"
+bearer_token_env = "REMOTE_TOKEN"
+tool_timeout_secs = 30
+
+[mcp]
+tool_budget_percent = 5
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.mcp_servers.len(), 2);
+        assert!(config.mcp_servers["docs"].offers("search"));
+        assert_eq!(
+            config.mcp_servers["remote"].tool_timeout(),
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(config.mcp.tool_budget_percent, Some(5.0));
+        let err = Config::parse("[mcp_servers.x]\ncommand = \"a\"\nbogus = 1\n").unwrap_err();
+        assert!(err.contains("unknown field `bogus`"), "{err}");
     }
 
     #[test]

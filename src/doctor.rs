@@ -50,5 +50,37 @@ pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
         Err(err) => format!("unknown ({err})"),
     };
     let _ = writeln!(out, "  this repository: {trust}");
+    mcp_servers(&mut out, config);
     out
+}
+
+/// The configured MCP servers, how each would start, and what is wrong with an entry.
+fn mcp_servers(out: &mut String, config: &Config) {
+    if config.mcp_servers.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nMCP servers:");
+    for (name, server) in &config.mcp_servers {
+        let how = match (mcp::check_name(name), server.transport()) {
+            (Err(err), _) | (_, Err(err)) => format!("error: {err}"),
+            (Ok(()), Ok(mcp::Transport::Stdio { command, args })) => {
+                let confined = if server.sandboxed() {
+                    "in the sandbox"
+                } else {
+                    "unconfined (sandbox = false)"
+                };
+                format!("stdio `{command} {}`, {confined}", args.join(" "))
+            }
+            (Ok(()), Ok(mcp::Transport::Http { url })) => {
+                let token = match &server.bearer_token_env {
+                    Some(var) if std::env::var_os(var).is_some() => format!(", token from {var}"),
+                    Some(var) => format!(", token from {var} (not set!)"),
+                    None => String::new(),
+                };
+                format!("streamable HTTP {url}{token}")
+            }
+        };
+        let off = if server.enabled() { "" } else { " (disabled)" };
+        let _ = writeln!(out, "  {name}{off}: {}", how.trim_end());
+    }
 }

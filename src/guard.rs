@@ -187,6 +187,14 @@ impl Hooks for Guard {
         match call.name.as_str() {
             "bash" => self.check_bash(&call.arguments, approvals).await,
             "write" | "edit" => self.check_write(call, approvals).await,
+            name if name.starts_with("mcp__") && self.mode == ApprovalMode::Untrusted => {
+                let question = Question {
+                    subject: format!("{name} {}", call.arguments),
+                    reason: "an MCP server's tool (approval mode untrusted)".into(),
+                    ..Question::default()
+                };
+                self.ask(approvals, question).await
+            }
             _ => Ok(()),
         }
     }

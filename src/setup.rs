@@ -42,6 +42,8 @@ pub struct Setup {
     pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
     /// What confines commands and when the agent asks.
     pub safety: crate::safety::Safety,
+    /// The MCP servers, starting in the background; `None`: none configured.
+    pub mcp: Option<mcp::McpManager>,
     /// Skills, prompt templates and hooks.
     pub extensions: Arc<extensions::Extensions>,
     /// The `session_start` hooks that ran before the agent started, for the modes to show.
@@ -224,6 +226,10 @@ pub async fn build(
         None => safety.guard.clone(),
     };
     agent_config.stream_options = stream_options.clone();
+    let mcp = mcp_servers(config, &cwd, &safety, &tool_options, &model)?;
+    if let Some(manager) = &mcp {
+        agent_config.extra_tools = manager.extra_tools();
+    }
     if let Some(mode) = config.queue.steering {
         agent_config.steering_mode = mode;
     }
@@ -318,6 +324,12 @@ pub async fn build(
     }
     let agent = Agent::spawn(agent_config);
     checkpoints.follow(&agent);
+    if let Some(manager) = &mcp {
+        // Nothing waits for them here: their tools and states arrive as events.
+        let announce = agent.clone();
+        manager.start(move |status| announce.announce_mcp(status));
+        follow_model(&agent, manager.clone());
+    }
     let recorder = Recorder::spawn(
         agent.subscribe(),
         writer,
@@ -363,7 +375,53 @@ pub async fn build(
         safety,
         extensions,
         hook_runs,
+        mcp,
     })
+}
+
+/// Keeps the MCP tool budget a share of the current model's window (`/model`, RPC
+/// `set_model`).
+fn follow_model(agent: &Agent, manager: mcp::McpManager) {
+    let mut events = agent.subscribe();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let agent_core::AgentEvent::ModelChange { model } = event {
+                manager.set_context_window(model.context_window);
+            }
+        }
+    });
+}
+
+/// The configured MCP servers, not started yet; a stdio server runs in the sandbox of bash,
+/// without the provider keys.
+fn mcp_servers(
+    config: &Config,
+    cwd: &Path,
+    safety: &crate::safety::Safety,
+    tool_options: &tools::ToolOptions,
+    model: &Model,
+) -> Result<Option<mcp::McpManager>, Fail> {
+    if config.mcp_servers.is_empty() {
+        return Ok(None);
+    }
+    for name in config.mcp_servers.keys() {
+        mcp::check_name(name).map_err(|e| Fail(format!("config error: {e}")))?;
+    }
+    let share = config
+        .mcp
+        .tool_budget_percent
+        .map_or(mcp::DEFAULT_CONTEXT_SHARE, |p| p / 100.0);
+    Ok(Some(mcp::McpManager::new(
+        config.mcp_servers.clone(),
+        mcp::Launch {
+            cwd: cwd.to_path_buf(),
+            sandbox: safety.sandbox.clone(),
+            hidden_env: tool_options.bash.hidden_env.clone(),
+        },
+        model.context_window,
+        share,
+        agent_core::ExtraTools::new(),
+    )))
 }
 
 /// The tools' options from the config: bash commands do not see the provider keys (every

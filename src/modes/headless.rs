@@ -31,12 +31,32 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
         sessions,
         hook_runs,
         model,
+        mcp,
         ..
     } = setup;
     let mut events = agent.subscribe();
     // The session_start hooks ran before anyone listened: their runs go first.
     for run in hook_runs {
         agent.announce_hook_run(run);
+    }
+    // Nobody watches a status line here: the first model call has every server's tools, or
+    // the reason it has none (bounded by each server's startup timeout).
+    if let Some(mcp) = &mcp {
+        mcp.wait_ready().await;
+        let required = mcp.required_failures();
+        if !required.is_empty() {
+            for (name, error) in required {
+                eprintln!("coding-agent: the required MCP server `{name}` failed: {error}");
+            }
+            return ExitCode::FAILURE;
+        }
+        if output == Output::Answer {
+            for server in mcp.status().servers {
+                if let Some(error) = server.error {
+                    eprintln!("coding-agent: MCP server `{}` failed: {error}", server.name);
+                }
+            }
+        }
     }
     if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
         eprintln!("coding-agent: {err}");

@@ -55,6 +55,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         registry: setup.registry.clone(),
         shell: setup.shell.clone(),
         extensions: setup.extensions.clone(),
+        mcp: setup.mcp.clone(),
     });
     let result = tui::run(setup.agent.clone(), host, options).await;
     for error in setup.sessions.recorder().finish().await {
@@ -82,6 +83,7 @@ struct TuiHost {
     extensions: Arc<extensions::Extensions>,
     /// Models of the local servers running when the UI started.
     local: Arc<std::sync::Mutex<Vec<Model>>>,
+    mcp: Option<mcp::McpManager>,
 }
 
 #[async_trait]
@@ -181,6 +183,13 @@ impl Host for TuiHost {
 
     fn safety_status(&self) -> String {
         self.safety.clone()
+    }
+
+    async fn mcp_restart(&self, name: String) -> Result<(), String> {
+        match &self.mcp {
+            Some(mcp) => mcp.restart(&name),
+            None => Err("no MCP servers are configured ([mcp_servers.NAME] in config.toml)".into()),
+        }
     }
 
     async fn rules(&self) -> Result<Vec<Vec<String>>, String> {

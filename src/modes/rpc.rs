@@ -103,6 +103,15 @@ async fn handle(setup: &Setup, line: &str) -> Response {
     Response::new(request.id, name, execute(setup, request.command).await)
 }
 
+/// As in -p: a prompt sent while MCP servers still start waits for them (once they are ready
+/// or failed, this goes on at once).
+async fn prompt_when_ready(setup: &Setup, message: &str) -> Result<(), AgentError> {
+    if let Some(mcp) = &setup.mcp {
+        mcp.wait_ready().await;
+    }
+    setup.agent.prompt(AgentMessage::user(message)).await
+}
+
 async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String> {
     let agent = &setup.agent;
     let queued = |id, kind| {
@@ -114,10 +123,7 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         Command::Prompt {
             message,
             streaming_behavior,
-        } => match agent
-            .prompt(AgentMessage::user(setup.expand(&message)?))
-            .await
-        {
+        } => match prompt_when_ready(setup, &setup.expand(&message)?).await {
             Ok(()) => Ok(None),
             Err(AgentError::Busy) => match streaming_behavior {
                 Some(StreamingBehavior::Steer) => Ok(queued(
@@ -300,6 +306,10 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                 session: session_ref(setup),
             }))
         }
+        Command::McpRestart { name } => match &setup.mcp {
+            Some(mcp) => mcp.restart(&name).map(|()| None),
+            None => Err("no MCP servers are configured".into()),
+        },
     }
 }
 

@@ -80,6 +80,10 @@ pub enum Command {
     },
     /// The session's tree, every branch.
     GetTree,
+    /// Stops and starts the MCP server `name` (its states arrive as `mcp_status` events).
+    McpRestart {
+        name: String,
+    },
     /// Names the newest message.
     Label {
         name: String,
@@ -143,6 +147,7 @@ impl Command {
             Self::GetTree => "get_tree",
             Self::Label { .. } => "label",
             Self::Fork => "fork",
+            Self::McpRestart { .. } => "mcp_restart",
         }
     }
 }

@@ -144,3 +144,38 @@ pub async fn command_pid(child: &mut std::process::Child, pid_file: &std::path::
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// The MCP test server (crates/mcp-test-server), built once per test binary (a no-op when
+/// it is up to date): the tests start it as the agent would, as a child on stdio.
+pub fn mcp_test_server() -> std::path::PathBuf {
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        // target/<profile>/coding-agent → target/<profile>
+        let profile_dir = std::path::Path::new(env!("CARGO_BIN_EXE_coding-agent"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        build.args(["build", "--quiet", "-p", "mcp-test-server"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build
+            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success(), "building mcp-test-server failed");
+        profile_dir.join("mcp-test-server")
+    })
+    .clone()
+}
+
+/// A `[mcp_servers.NAME]` entry that runs the test server with `args`, plus `extra` lines.
+pub fn mcp_server_entry(name: &str, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {:?}\nargs = [{}]\n{extra}\n",
+        mcp_test_server().display().to_string(),
+        args.join(", ")
+    )
+}

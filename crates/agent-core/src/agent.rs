@@ -162,6 +162,11 @@ impl Agent {
         self.send(Command::Announce(AgentEvent::HookRun { run }));
     }
 
+    /// Tells every reader how the host's MCP servers are doing.
+    pub fn announce_mcp(&self, status: crate::McpStatus) {
+        self.send(Command::Announce(AgentEvent::McpStatus { status }));
+    }
+
     pub fn set_queue_modes(&self, steering: QueueMode, follow_up: QueueMode) {
         self.send(Command::SetQueueModes(steering, follow_up));
     }

@@ -80,7 +80,9 @@ impl Balance {
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
             | AgentEvent::Rewound { .. }
-            | AgentEvent::HookRun { .. } => {}
+            | AgentEvent::HookRun { .. }
+            | AgentEvent::ToolsChanged { .. }
+            | AgentEvent::McpStatus { .. } => {}
         }
     }
 

@@ -128,6 +128,15 @@ pub enum AgentEvent {
         messages: Vec<AgentMessage>,
         leaf: Option<String>,
     },
+    /// The extra tools changed (an MCP server became ready, failed, or `mcp_search` made
+    /// tools callable): `tools` names every extra tool offered from the next model call on.
+    ToolsChanged {
+        tools: Vec<String>,
+    },
+    /// The host's MCP servers changed state.
+    McpStatus {
+        status: crate::McpStatus,
+    },
     /// A user-configured hook ran (or failed to): every run is announced, so a hook never
     /// fires — or fails — unseen.
     HookRun {

@@ -13,8 +13,10 @@ mod checkpoint;
 mod coerce;
 mod compaction;
 mod event;
+mod extra;
 mod hooks;
 mod io;
+mod mcp_status;
 mod message;
 mod owner;
 mod protocol;
@@ -35,7 +37,9 @@ pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, HookOutcome, HookRun, ResetReason, RunSummary,
     ToolOutcome, ToolRun,
 };
+pub use extra::ExtraTools;
 pub use hooks::{HookContext, Hooks, NextTurn, NoHooks, TurnInfo};
+pub use mcp_status::{McpServerStatus, McpState, McpStatus};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
 pub use protocol::{AgentConfig, AgentError, AgentSnapshot};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};

@@ -57,6 +57,11 @@ pub(crate) struct Owner {
     stopping: bool,
     compactor: Option<Arc<dyn Compactor>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
+    extra_tools: crate::ExtraTools,
+    /// Taken when the agent is made, so no change of the list goes unannounced.
+    extra_rx: Option<watch::Receiver<crate::extra::List>>,
+    /// The last `mcp_status`, told to each new subscriber.
+    mcp_status: Option<crate::McpStatus>,
 }
 
 impl Owner {
@@ -93,6 +98,9 @@ impl Owner {
             stopping: false,
             compactor: config.compactor,
             checkpointer: config.checkpointer,
+            extra_rx: Some(config.extra_tools.subscribe()),
+            extra_tools: config.extra_tools,
+            mcp_status: None,
         }
     }
 
@@ -100,10 +108,17 @@ impl Owner {
         let Some(mut internal) = self.internal_rx.take() else {
             return;
         };
+        let Some(mut extra) = self.extra_rx.take() else {
+            return;
+        };
         loop {
             // Unbiased: a run streaming fast must not starve an abort.
             tokio::select! {
                 Some(message) = internal.recv() => self.on_internal(message),
+                Ok(()) = extra.changed() => {
+                    let tools = extra.borrow_and_update().iter().map(|t| t.name().to_string()).collect();
+                    self.deliver(AgentEvent::ToolsChanged { tools });
+                }
                 command = commands.recv(), if self.handles_alive => match command {
                     Some(command) => self.on_command(command),
                     None => {
@@ -235,7 +250,15 @@ impl Owner {
                     approvals: self.approvals.iter().map(|(r, _)| r.clone()).collect(),
                 });
             }
-            Command::Subscribe(tx) => self.subscribers.push(tx),
+            Command::Subscribe(tx) => {
+                // A reader that comes late still learns how the MCP servers are doing.
+                if let Some(status) = &self.mcp_status {
+                    let _ = tx.send(AgentEvent::McpStatus {
+                        status: status.clone(),
+                    });
+                }
+                self.subscribers.push(tx);
+            }
             Command::WaitIdle(reply) => {
                 if self.run.is_none() {
                     let _ = reply.send(());
@@ -490,6 +513,7 @@ impl Owner {
             stream_options: self.stream_options.clone(),
             compactor: self.compactor.clone(),
             checkpointer: self.checkpointer.clone(),
+            extra_tools: self.extra_tools.clone(),
             turn: self.turn,
         };
         let io = LoopIo {
@@ -522,6 +546,7 @@ impl Owner {
         match &event {
             AgentEvent::MessageEnd { message } => self.messages.push(message.clone()),
             AgentEvent::TurnStart { turn } => self.turn = self.turn.max(*turn),
+            AgentEvent::McpStatus { status } => self.mcp_status = Some(status.clone()),
             AgentEvent::CompactionEnd {
                 outcome: CompactionOutcome::Compacted { summary, replaced },
                 ..

@@ -7,8 +7,8 @@ use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor, Hooks,
-    NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor,
+    ExtraTools, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
 };
 
 /// How an agent starts.
@@ -29,6 +29,8 @@ pub struct AgentConfig {
     pub compactor: Option<Arc<dyn Compactor>>,
     /// Takes checkpoints around tool batches that can change files; none: no checkpoints.
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// Tools the host adds and replaces while the agent runs (MCP), after the built-ins.
+    pub extra_tools: ExtraTools,
 }
 
 impl AgentConfig {
@@ -46,6 +48,7 @@ impl AgentConfig {
             messages: Vec::new(),
             compactor: None,
             checkpointer: None,
+            extra_tools: ExtraTools::default(),
         }
     }
 }

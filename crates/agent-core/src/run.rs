@@ -34,6 +34,8 @@ pub(crate) struct RunContext {
     pub stream_options: StreamOptions,
     pub compactor: Option<Arc<dyn Compactor>>,
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// Read before every model call: the tools offered are the built-ins plus these.
+    pub extra_tools: crate::ExtraTools,
     /// The number of the agent's last turn; this run's first turn is the next.
     pub turn: u64,
 }
@@ -244,7 +246,10 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
             // outgrow the window on its own.
             ctx.compact(CompactReason::Threshold, &io).await;
 
-            let assistant = stream_assistant(&ctx, &io).await;
+            // The tools of this call, also those its tool calls may use: one that arrives
+            // while the model answers is offered from the next call on.
+            let tools = ctx.extra_tools.merged(&ctx.tools);
+            let assistant = stream_assistant(&ctx, &tools, &io).await;
             ctx.messages
                 .push(AgentMessage::Assistant(assistant.clone()));
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
@@ -270,7 +275,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 }
                 StopReason::Stop | StopReason::ToolUse => {
                     let toolbox = Toolbox {
-                        tools: &ctx.tools,
+                        tools: &tools,
                         hooks: ctx.hooks.as_ref(),
                     };
                     let mark = ctx.checkpoint_before(&calls).await;
@@ -400,12 +405,15 @@ fn rejects_tools(message: &AssistantMessage) -> bool {
 }
 
 /// Streams one assistant message, emitting its events; never fails.
-async fn stream_assistant(ctx: &RunContext, io: &LoopIo) -> AssistantMessage {
+async fn stream_assistant(
+    ctx: &RunContext,
+    tools: &[Arc<dyn Tool>],
+    io: &LoopIo,
+) -> AssistantMessage {
     let context = Context {
         system_prompt: ctx.system_prompt.clone(),
         messages: ctx.hooks.convert_to_llm(&ctx.messages),
-        tools: ctx
-            .tools
+        tools: tools
             .iter()
             .map(|t| ToolSpec {
                 name: t.name().to_string(),

@@ -70,6 +70,8 @@ pub enum Action {
     Overlay,
     /// List the skills and where each came from (`/skills`).
     Skills,
+    /// Stop and start the MCP server of this name (`/mcp restart NAME`).
+    McpRestart(String),
     Quit,
 }
 
@@ -118,6 +120,8 @@ pub struct App {
     pub extra_commands: Vec<(String, String)>,
     /// Something changed since the last frame.
     pub dirty: bool,
+    /// The MCP servers as the last `mcp_status` said (`/mcp`).
+    pub mcp: Option<agent_core::McpStatus>,
 }
 
 impl App {
@@ -150,6 +154,7 @@ impl App {
             should_quit: false,
             extra_commands: Vec::new(),
             dirty: true,
+            mcp: None,
         }
     }
 
@@ -349,9 +354,17 @@ impl App {
             AgentEvent::HookRun { run } => {
                 self.push_cell(crate::hooks_view::hook_cell(run));
             }
+            AgentEvent::McpStatus { status } => {
+                for failure in crate::mcp_view::new_failures(self.mcp.as_ref(), status) {
+                    self.push_cell(CellKind::Error(failure));
+                }
+                self.status.mcp = Some(status.counts());
+                self.mcp = Some(status.clone());
+            }
             AgentEvent::TurnStart { .. }
             | AgentEvent::TurnEnd { .. }
-            | AgentEvent::MessageStart { .. } => {}
+            | AgentEvent::MessageStart { .. }
+            | AgentEvent::ToolsChanged { .. } => {}
         }
         Vec::new()
     }

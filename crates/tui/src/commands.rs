@@ -16,7 +16,7 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 20] = [
+pub static COMMANDS: [SlashCommand; 21] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
@@ -134,6 +134,26 @@ pub static COMMANDS: [SlashCommand; 20] = [
         args: "",
         help: "the sandbox, approvals and trust in effect",
         run: |_, _| vec![Action::Status],
+    },
+    SlashCommand {
+        name: "/mcp",
+        aliases: &[],
+        args: "[restart NAME]",
+        help: "the MCP servers: state, tools, token cost, last error; restart one",
+        run: |app, args| {
+            let mut words = args.split_whitespace();
+            match (words.next(), words.next()) {
+                (None, _) => {
+                    app.push_cell(CellKind::Notice(crate::mcp_view::listing(app.mcp.as_ref())));
+                    Vec::new()
+                }
+                (Some("restart"), Some(name)) => vec![Action::McpRestart(name.to_string())],
+                _ => {
+                    app.push_cell(CellKind::Error("Usage: /mcp [restart NAME]".into()));
+                    Vec::new()
+                }
+            }
+        },
     },
     SlashCommand {
         name: "/permissions",

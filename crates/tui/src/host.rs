@@ -80,6 +80,11 @@ pub trait Host: Send + Sync + 'static {
     fn skills(&self) -> String {
         "No skills.".to_string()
     }
+
+    /// Stops and starts the MCP server `name`; its new state arrives as `mcp_status`.
+    async fn mcp_restart(&self, name: String) -> Result<(), String> {
+        Err(format!("no MCP server `{name}` is configured"))
+    }
 }
 
 /// A user message `/rewind` can go back to.

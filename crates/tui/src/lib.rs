@@ -14,6 +14,7 @@ mod host;
 mod inline;
 pub mod input;
 mod markdown;
+mod mcp_view;
 pub mod popup;
 mod runtime;
 pub mod setup_screen;

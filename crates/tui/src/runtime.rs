@@ -555,6 +555,18 @@ fn perform(
                 let _ = tx.send(Ui::Notice(note));
             });
         }
+        Action::McpRestart(name) => {
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let note = match host.mcp_restart(name.clone()).await {
+                    Ok(()) => {
+                        format!("Restarting MCP server `{name}` (the status line follows it).")
+                    }
+                    Err(err) => format!("Cannot restart: {err}"),
+                };
+                let _ = tx.send(Ui::Notice(note));
+            });
+        }
         Action::Fork => {
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
             tokio::spawn(async move {

@@ -18,6 +18,8 @@ pub struct Status {
     pub usage: Usage,
     /// Tokens the last request used (input + cached + output): how full the context is.
     pub context_tokens: u64,
+    /// MCP servers `(ready, enabled)`; `None`: none configured, not shown.
+    pub mcp: Option<(usize, usize)>,
 }
 
 impl Status {
@@ -63,6 +65,9 @@ impl Status {
             place.push_str(&format!(" ({branch})"));
         }
         out.push((Part::Place, place));
+        if let Some((ready, enabled)) = self.mcp.filter(|(_, enabled)| *enabled > 0) {
+            out.push((Part::Mcp, format!("mcp {ready}/{enabled}")));
+        }
         out.push((
             Part::Tokens,
             format!(
@@ -95,6 +100,7 @@ impl Status {
         };
         for drop in [
             Part::Place,
+            Part::Mcp,
             Part::Tokens,
             Part::Thinking,
             Part::Cost,
@@ -117,6 +123,7 @@ enum Part {
     Thinking,
     Sandbox,
     Place,
+    Mcp,
     Tokens,
     Cost,
     Context,

@@ -620,7 +620,9 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::CheckpointTaken { .. }
             | AgentEvent::CheckpointRestored { .. }
             | AgentEvent::Rewound { .. }
-            | AgentEvent::HookRun { .. } => {}
+            | AgentEvent::HookRun { .. }
+            | AgentEvent::ToolsChanged { .. }
+            | AgentEvent::McpStatus { .. } => {}
             AgentEvent::ApprovalRequested { request } => {
                 assert!(
                     tools.contains(&request.tool_call_id),
