@@ -225,3 +225,27 @@ async fn a_server_that_rejects_tools_gets_the_request_again_without_them() {
         requests[1].body
     );
 }
+
+#[tokio::test]
+async fn a_500_that_says_the_request_is_malformed_is_not_retried() {
+    let env = Env::new();
+    // llama-cpp-python's answer to `"content": null`, with a traceback after it.
+    let body = format!(
+        "{{\"detail\":[{{\"loc\":[\"body\",\"messages\",2,\"content\"],\"msg\":\"none is not an allowed value\"}}],\"trace\":\"{}\"}}",
+        "Traceback line\\n".repeat(50)
+    );
+    let server = serve(vec![Reply::status(500, body), Reply::text("never sent")]).await;
+    let out = env.run(Some(&server), &["-p", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no retry of a request the server cannot take"
+    );
+    assert!(
+        !text(&out.stderr).contains("gave up after"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
