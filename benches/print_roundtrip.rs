@@ -73,6 +73,7 @@ fn scenario(
             ])
             .current_dir(work)
             .env("CODING_AGENT_HOME", home.path())
+            .env("CODING_AGENT_LOCAL_PROBES", "")
             .output()
             .unwrap();
         times.push(started.elapsed());

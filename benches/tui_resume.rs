@@ -127,6 +127,8 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     command.cwd(cwd);
     command.env("TERM", "xterm-256color");
     command.env("CODING_AGENT_HOME", home);
+    // Only the mock: no background probe of the local servers' ports during the measurement.
+    command.env("CODING_AGENT_LOCAL_PROBES", "");
     let started = Instant::now();
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);

@@ -121,6 +121,8 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     command.cwd(work.path());
     command.env("TERM", "xterm-256color");
     command.env("CODING_AGENT_HOME", home.path());
+    // Only the mock: no background probe of the local servers' ports during the measurement.
+    command.env("CODING_AGENT_LOCAL_PROBES", "");
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();

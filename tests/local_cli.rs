@@ -96,6 +96,15 @@ async fn a_model_that_cannot_call_tools_runs_chat_only_with_a_notice() {
 async fn a_key_means_no_probing_and_nothing_found_names_what_was_probed() {
     let env = Env::new();
     let server = ollama(vec![], vec![OllamaModel::new("qwen3:8b", 40_960)]).await;
+    // Every request stays on this machine: openai's endpoint is the mock too.
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[retry]\nmax_retries = 0\n[providers.openai]\nbase_url = \"{}\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
     // With a key the named-by-default model is used: Ollama is never asked.
     let mut command = probing(&env, &server, &["--list-models"]);
     command.env("OPENAI_API_KEY", "sk-test");
@@ -106,15 +115,14 @@ async fn a_key_means_no_probing_and_nothing_found_names_what_was_probed() {
         "--list-models is live"
     );
     let before = server.discovery_requests().len();
-    let mut command = probing(
-        &env,
-        &server,
-        &["-p", "hi", "--base-url", "https://127.0.0.2:9/v1"],
-    );
-    command
-        .env("OPENAI_API_KEY", "sk-test")
-        .args(["--model", "m"]);
+    let mut command = probing(&env, &server, &["-p", "hi"]);
+    command.env("OPENAI_API_KEY", "sk-test");
     let _ = output(command).await;
+    assert_eq!(
+        server.requests()[0].path,
+        "/v1/responses",
+        "the key's provider was used"
+    );
     assert_eq!(
         server.discovery_requests().len(),
         before,
@@ -183,7 +191,12 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     );
     assert!(assistant["tool_calls"].is_array());
 
-    // Without --model the server names it; errors name the URL, not `custom`.
+    // Errors name the URL, not `custom` (no retries: the port stays closed).
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[retry]\nmax_retries = 0\n",
+    )
+    .unwrap();
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/v1", l.local_addr().unwrap())
@@ -224,4 +237,28 @@ async fn a_server_that_rejects_tools_gets_the_request_again_without_them() {
         "{}",
         requests[1].body
     );
+}
+
+#[tokio::test]
+async fn a_500_that_says_the_request_is_malformed_is_not_retried() {
+    let env = Env::new();
+    // llama-cpp-python's answer to `"content": null`, with a traceback after it.
+    let body = format!(
+        "{{\"detail\":[{{\"loc\":[\"body\",\"messages\",2,\"content\"],\"msg\":\"none is not an allowed value\"}}],\"trace\":\"{}\"}}",
+        "Traceback line\\n".repeat(50)
+    );
+    let server = serve(vec![Reply::status(500, body), Reply::text("never sent")]).await;
+    let out = env.run(Some(&server), &["-p", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no retry of a request the server cannot take"
+    );
+    assert!(
+        !text(&out.stderr).contains("gave up after"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
 }
