@@ -98,11 +98,12 @@ impl Status {
                 .collect::<Vec<_>>()
                 .join(" · ")
         };
+        // MCP servers still starting (or failed) matter more than the thinking level.
         for drop in [
             Part::Place,
-            Part::Mcp,
             Part::Tokens,
             Part::Thinking,
+            Part::Mcp,
             Part::Cost,
             Part::Sandbox,
             Part::Context,
