@@ -47,10 +47,10 @@ fn a_template_is_offered_in_the_popup_and_expands_with_its_arguments() {
 
     session.type_text("/rev");
     session.wait_for("Review a file carefully");
-    // Tab takes the popup's choice.
+    // Tab takes the popup's choice, and a space: the arguments follow.
     session.send("\t");
     session.wait_for("/review");
-    session.type_text(" src/lib.rs 'null checks'");
+    session.type_text("src/lib.rs 'null checks'");
     session.send("\r");
     session.wait_for("Reviewed it.");
     let requests = rt.block_on(server.wait_for_requests(1, WAIT)).unwrap();

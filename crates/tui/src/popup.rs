@@ -89,7 +89,8 @@ impl Popup {
     pub fn accept(&self, text: &str) -> String {
         match self {
             Popup::Choice { .. } => text.to_string(),
-            Popup::Commands { matches, selected } => matches[*selected].0.clone(),
+            // A space after it: what follows are the arguments.
+            Popup::Commands { matches, selected } => format!("{} ", matches[*selected].0),
             Popup::Files { matches, selected } => {
                 let cut = text.rfind('@').unwrap_or(text.len());
                 format!("{}@{} ", &text[..cut], matches[*selected])
@@ -164,7 +165,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["/compact", "/copy", "/clear"]
         );
-        assert_eq!(popup.accept("/c"), "/compact");
+        assert_eq!(popup.accept("/c"), "/compact ");
         assert!(Popup::for_text("/copy now", &[]).is_none());
         assert!(Popup::for_text("/zzz", &[]).is_none());
     }
