@@ -53,7 +53,7 @@ if [ "$WHICH" != python ] && [ ! -x "$LLAMA_SERVER" ]; then
     log "building the C++ llama-server from the sdist's vendored llama.cpp (~12 min)"
     "$PY" -m pip install --quiet cmake ninja
     rm -rf "$WORK/sdist" && mkdir -p "$WORK/sdist"
-    "$PY" -m pip download --quiet --no-binary :all: --no-deps llama-cpp-python -d "$WORK/sdist"
+    "$PY" -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python -d "$WORK/sdist"
     tar -xzf "$WORK"/sdist/llama_cpp_python-*.tar.gz -C "$WORK/sdist"
     SRC=$(find "$WORK/sdist" -maxdepth 4 -type d -path '*vendor/llama.cpp' | head -n 1)
     PATH="$VENV/bin:$PATH" cmake -S "$SRC" -B "$WORK/llama.cpp-build" -G Ninja \
