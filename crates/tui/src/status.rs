@@ -185,7 +185,9 @@ pub fn model_label(model: &llm::Model) -> String {
             n if n >= 1_024 => format!("{}k", n / 1_024),
             n => n.to_string(),
         };
-        format!("{} · {} · {window} ctx", model.provider, model.id)
+        // llama.cpp names its model by the file's path: its name is what tells it apart.
+        let name = model.id.rsplit('/').next().unwrap_or(&model.id);
+        format!("{} · {name} · {window} ctx", model.provider)
     } else {
         model.id.clone()
     }

@@ -133,8 +133,19 @@ fn model_thinking_and_history_changes_come_from_events() {
     local.base_url = "http://127.0.0.1:11434/v1".into();
     local.provider = "ollama".into();
     local.context_window = 40_960;
-    app.on_event(&AgentEvent::ModelChange { model: local });
+    app.on_event(&AgentEvent::ModelChange {
+        model: local.clone(),
+    });
     assert_eq!(app.status.model, "ollama · big · 40k ctx");
+    // llama.cpp names a model by its file's path: the file name is shown.
+    local.provider = "llama.cpp".into();
+    local.id = "/models/cache/SmolLM2-135M-Instruct.Q4_1.gguf".into();
+    local.context_window = 2_048;
+    app.on_event(&AgentEvent::ModelChange { model: local });
+    assert_eq!(
+        app.status.model,
+        "llama.cpp · SmolLM2-135M-Instruct.Q4_1.gguf · 2k ctx"
+    );
     model.id = "small".into();
     app.on_event(&AgentEvent::ModelChange { model });
     app.on_event(&AgentEvent::ThinkingChange {
