@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mock_llm::Reply;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod common;
 
@@ -103,10 +103,7 @@ async fn json_mode_streams_every_event_as_a_line() {
         .run(Some(&server), &["--mode", "json", "list files"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events: Vec<Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = json_events(&out.stdout);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds.first(), Some(&"agent_start"));
     assert_eq!(kinds.last(), Some(&"agent_end"));

@@ -26,13 +26,6 @@ fn config(env: &Env, text: &str) {
     std::fs::write(env.home.path().join("config.toml"), text).unwrap();
 }
 
-fn events(stdout: &[u8]) -> Vec<Value> {
-    text(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn hook_runs(events: &[Value]) -> Vec<&Value> {
     events
         .iter()
@@ -222,7 +215,7 @@ async fn a_pre_tool_use_hook_blocks_rm_rf_in_json_mode() {
         env.work.path().join("precious").exists(),
         "the command never ran"
     );
-    let events = events(&out.stdout);
+    let events = json_events(&out.stdout);
     let runs = hook_runs(&events);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["event"], "pre_tool_use");
@@ -258,7 +251,7 @@ async fn a_pre_tool_use_hook_rewrites_the_arguments() {
     .await;
     let out = env.run(Some(&server), &["--mode", "json", "go"], "").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events = events(&out.stdout);
+    let events = json_events(&out.stdout);
     let runs = hook_runs(&events);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["outcome"], "rewrote");
@@ -293,7 +286,7 @@ async fn a_hook_that_times_out_is_killed_with_its_group_and_reported() {
     let out = env.run(Some(&server), &["--mode", "json", "go"], "").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(started.elapsed() < Duration::from_secs(30));
-    let events = events(&out.stdout);
+    let events = json_events(&out.stdout);
     let runs = hook_runs(&events);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["outcome"], "timed_out");
@@ -356,7 +349,7 @@ async fn a_stop_hook_sends_the_agent_on_once() {
         )
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events = events(&out.stdout);
+    let events = json_events(&out.stdout);
     let outcomes: Vec<_> = hook_runs(&events)
         .iter()
         .map(|r| r["outcome"].as_str().unwrap().to_string())
@@ -471,7 +464,7 @@ async fn hooks_run_in_the_sandbox_and_session_start_adds_context() {
     assert!(!target.exists(), "the hook wrote outside the sandbox");
     let prompt = system_prompt(&server);
     assert!(prompt.contains("Today is release day."), "{prompt}");
-    let events = events(&out.stdout);
+    let events = json_events(&out.stdout);
     let runs = hook_runs(&events);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["event"], "session_start");
@@ -575,7 +568,7 @@ async fn a_repository_s_hooks_run_only_when_it_is_trusted() {
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!env.work.path().join("repo-hook-ran").exists());
-    assert!(hook_runs(&events(&out.stdout)).is_empty());
+    assert!(hook_runs(&json_events(&out.stdout)).is_empty());
     assert!(
         text(&out.stderr).contains("is not trusted"),
         "{}",
@@ -591,5 +584,5 @@ async fn a_repository_s_hooks_run_only_when_it_is_trusted() {
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(env.work.path().join("repo-hook-ran").exists());
-    assert_eq!(hook_runs(&events(&out.stdout)).len(), 1);
+    assert_eq!(hook_runs(&json_events(&out.stdout)).len(), 1);
 }

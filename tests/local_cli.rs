@@ -5,7 +5,7 @@
 //! what was probed.
 
 use mock_llm::{Emulation, MockServer, OllamaModel, Reply, Script};
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod common;
 
@@ -56,10 +56,7 @@ async fn with_no_key_or_flag_a_running_ollama_answers_with_its_window() {
 
     let out = output(probing(&env, &server, &["--mode", "json", "hi"])).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events: Vec<Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = json_events(&out.stdout);
     assert_eq!(events[0]["type"], "agent_start");
     assert_eq!(events[1]["type"], "model_change");
     assert_eq!(events[1]["model"]["context_window"], 40_960);
@@ -177,10 +174,7 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     ))
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events: Vec<Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = json_events(&out.stdout);
     assert_eq!(events[1]["model"]["context_window"], 2_048, "from /props");
     let second = &server.requests()[1].body;
     let assistant = &second["messages"][2];

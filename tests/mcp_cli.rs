@@ -68,10 +68,7 @@ async fn json_mode_shows_server_states_and_the_tool_call() {
         .run(Some(&server), &["--mode", "json", "try the tool"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let events: Vec<Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = json_events(&out.stdout);
     let statuses: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "mcp_status")

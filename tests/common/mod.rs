@@ -100,6 +100,14 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The events of `--mode json` output, a JSON value per line.
+pub fn json_events(stdout: &[u8]) -> Vec<Value> {
+    text(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn roles(body: &Value) -> Vec<&str> {
     body["messages"]
         .as_array()
