@@ -84,7 +84,7 @@ impl Checkpoints {
 
     /// Follows the agent's events (in order) for as long as it runs.
     pub fn follow(self: &Arc<Self>, agent: &Agent) {
-        let mut events = agent.subscribe();
+        let mut events = agent.subscribe_settled();
         let this = self.clone();
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {

@@ -331,7 +331,7 @@ pub async fn build(
         follow_model(&agent, manager.clone());
     }
     let recorder = Recorder::spawn(
-        agent.subscribe(),
+        agent.subscribe_settled(),
         writer,
         RecorderSetup {
             home: home.clone(),
@@ -382,7 +382,7 @@ pub async fn build(
 /// Keeps the MCP tool budget a share of the current model's window (`/model`, RPC
 /// `set_model`).
 fn follow_model(agent: &Agent, manager: mcp::McpManager) {
-    let mut events = agent.subscribe();
+    let mut events = agent.subscribe_settled();
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             if let agent_core::AgentEvent::ModelChange { model } = event {

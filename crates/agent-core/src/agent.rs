@@ -10,7 +10,7 @@ use llm::{Model, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::owner::Owner;
-use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Reply};
+use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Deltas, Reply};
 use crate::{AgentEvent, AgentMessage, QueueKind, QueueMode, QueuedMessage, ResetReason};
 
 /// A handle to a running agent; cheap to clone. When the last handle is dropped the current
@@ -37,7 +37,17 @@ impl Agent {
     /// never loses an event.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.send(Command::Subscribe(tx));
+        self.send(Command::Subscribe(tx, Deltas::Included));
+        rx
+    }
+
+    /// Every event from now on except the streaming deltas (`MessageUpdate`,
+    /// `ToolExecutionUpdate`): for readers that act on what is settled (the session recorder,
+    /// the checkpoint timeline). A model sends ~100 deltas a second; each one handed to such a
+    /// reader is a wake-up for nothing.
+    pub fn subscribe_settled(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.send(Command::Subscribe(tx, Deltas::Skipped));
         rx
     }
 

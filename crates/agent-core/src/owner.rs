@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::balance::Balance;
 use crate::compaction::{self, compact_history};
 use crate::io::{Internal, LoopIo};
-use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Reply};
+use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Deltas, Reply};
 use crate::queue::Queue;
 use crate::run::{RunContext, Start, run_loop};
 use crate::{
@@ -40,7 +40,7 @@ pub(crate) struct Owner {
     tools: Arc<Vec<Arc<dyn Tool>>>,
     hooks: Arc<dyn Hooks>,
     stream_options: StreamOptions,
-    subscribers: Vec<mpsc::UnboundedSender<AgentEvent>>,
+    subscribers: Vec<(mpsc::UnboundedSender<AgentEvent>, Deltas)>,
     run: Option<ActiveRun>,
     /// The number of the last turn any run started.
     turn: u64,
@@ -250,14 +250,14 @@ impl Owner {
                     approvals: self.approvals.iter().map(|(r, _)| r.clone()).collect(),
                 });
             }
-            Command::Subscribe(tx) => {
+            Command::Subscribe(tx, deltas) => {
                 // A reader that comes late still learns how the MCP servers are doing.
                 if let Some(status) = &self.mcp_status {
                     let _ = tx.send(AgentEvent::McpStatus {
                         status: status.clone(),
                     });
                 }
-                self.subscribers.push(tx);
+                self.subscribers.push((tx, deltas));
             }
             Command::WaitIdle(reply) => {
                 if self.run.is_none() {
@@ -553,6 +553,12 @@ impl Owner {
             } => compaction::apply(&mut self.messages, summary, *replaced),
             _ => {}
         }
-        self.subscribers.retain(|s| s.send(event.clone()).is_ok());
+        let delta = matches!(
+            event,
+            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
+        );
+        self.subscribers.retain(|(tx, deltas)| {
+            (delta && *deltas == Deltas::Skipped) || tx.send(event.clone()).is_ok()
+        });
     }
 }

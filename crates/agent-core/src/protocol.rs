@@ -118,6 +118,13 @@ pub(crate) enum Command {
     Announce(AgentEvent),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
-    Subscribe(mpsc::UnboundedSender<AgentEvent>),
+    Subscribe(mpsc::UnboundedSender<AgentEvent>, Deltas),
     WaitIdle(Reply<()>),
+}
+
+/// Whether a subscriber gets the streaming deltas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deltas {
+    Included,
+    Skipped,
 }
