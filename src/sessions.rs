@@ -177,11 +177,12 @@ pub(crate) enum Opened {
 /// again.
 fn open(path: &std::path::Path, reopen: bool) -> Result<(LoadedSession, Opened), String> {
     for _ in 0..5 {
-        let loaded = session::load_session(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut loaded =
+            session::load_session(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if !reopen {
             return Ok((loaded, Opened::Current));
         }
-        match SessionWriter::resume(&loaded) {
+        match SessionWriter::resume_taking(&mut loaded) {
             Ok(writer) => return Ok((loaded, Opened::Writer(Box::new(writer)))),
             Err(ResumeError::Changed(_)) => continue,
             Err(ResumeError::Locked(_)) => {

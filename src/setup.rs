@@ -598,7 +598,7 @@ pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<Resumed
 fn open_session(cli: &Cli, home: &Home, cwd: &Path, path: &Path) -> Result<Resumed, Fail> {
     // Another process may append between loading and locking: then load again.
     for _ in 0..5 {
-        let loaded = session::load_session(path)
+        let mut loaded = session::load_session(path)
             .map_err(|e| Fail(format!("cannot load {}: {e}", path.display())))?;
         let writer = if cli.no_session {
             None
@@ -608,7 +608,7 @@ fn open_session(cli: &Cli, home: &Home, cwd: &Path, path: &Path) -> Result<Resum
                     .map_err(|e| Fail(format!("cannot fork {}: {e}", path.display())))?,
             )
         } else {
-            match SessionWriter::resume(&loaded) {
+            match SessionWriter::resume_taking(&mut loaded) {
                 Ok(writer) => Some(writer),
                 Err(ResumeError::Changed(_)) => continue,
                 Err(ResumeError::Locked(_)) => {

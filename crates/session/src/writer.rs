@@ -136,6 +136,31 @@ impl SessionWriter {
     /// tool calls a crash left open (see [`LoadedSession::repaired`]), and appends new entries
     /// after the loaded leaf.
     pub fn resume(session: &LoadedSession) -> Result<Self, ResumeError> {
+        let file = Self::open_to_append(session)?;
+        let index = (
+            session.ids.clone(),
+            session.message_ids.clone(),
+            session.message_parents.clone(),
+        );
+        Self::resumed(session, file, index)
+    }
+
+    /// [`resume`](Self::resume), taking the session's entry ids instead of copying them: they
+    /// are tens of megabytes in a long session, and from then on the writer is what uses them
+    /// ([`LoadedSession::parent_of_message`] answers `None` afterwards). When the file cannot
+    /// be taken (locked, changed) the session is left whole.
+    pub fn resume_taking(session: &mut LoadedSession) -> Result<Self, ResumeError> {
+        let file = Self::open_to_append(session)?;
+        let index = (
+            std::mem::take(&mut session.ids),
+            std::mem::take(&mut session.message_ids),
+            std::mem::take(&mut session.message_parents),
+        );
+        Self::resumed(session, file, index)
+    }
+
+    /// Opens the session's file to append, locked, checked to hold what was loaded.
+    fn open_to_append(session: &LoadedSession) -> Result<File, ResumeError> {
         let io_err = |err| ResumeError::Io(session.path.clone(), err);
         let mut file = OpenOptions::new()
             .read(true)
@@ -167,15 +192,24 @@ impl SessionWriter {
                 file.write_all(b"\n").map_err(io_err)?;
             }
         }
+        Ok(file)
+    }
+
+    fn resumed(
+        session: &LoadedSession,
+        file: File,
+        (ids, history_ids, history_parents): (HashSet<String>, Vec<String>, Vec<Option<String>>),
+    ) -> Result<Self, ResumeError> {
+        let io_err = |err| ResumeError::Io(session.path.clone(), err);
         let mut writer = Self {
             path: session.path.clone(),
             header: session.header.clone(),
             file: Some(file),
             home_root: None,
             last_id: session.leaf_id.clone(),
-            ids: session.ids.clone(),
-            history_ids: session.message_ids.clone(),
-            history_parents: session.message_parents.clone(),
+            ids,
+            history_ids,
+            history_parents,
             provider: session.provider.clone(),
             model: session.model.clone(),
             thinking: session.thinking,
