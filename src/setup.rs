@@ -558,8 +558,8 @@ or add it to ~/.coding-agent/config.toml once:
 /// here, before the agent's first request.
 pub fn find_resumed(cli: &Cli, home: &Home, cwd: &Path) -> Result<Option<Resumed>, Fail> {
     let path = if cli.continue_session {
-        match session::latest_session(home, cwd) {
-            Ok(Some(info)) => info.path,
+        match session::latest_session_path(home, cwd) {
+            Ok(Some(path)) => path,
             Ok(None) => return Err(Fail(format!("no session to continue in {}", cwd.display()))),
             Err(e) => return Err(Fail(format!("cannot read the latest session: {e}"))),
         }

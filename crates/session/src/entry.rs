@@ -20,6 +20,7 @@
 use agent_core::{AgentMessage, CheckpointRecord, CompactionSummary, RestoreRecord};
 use llm::ThinkingLevel;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Version written in new headers; files of a newer version still load what they can.
 pub const FORMAT_VERSION: u32 = 1;
@@ -207,11 +208,42 @@ enum WireRef<'a> {
 /// A message line read without the tagged-enum detour: the common case, and the one that
 /// decides how fast a long session loads.
 #[derive(Deserialize)]
-struct MessageLine {
+struct MessageLine<'a> {
     id: String,
     parent_id: Option<String>,
     timestamp: String,
-    message: AgentMessage,
+    #[serde(borrow)]
+    message: &'a RawValue,
+}
+
+/// A message read straight into its variant's struct when the role comes first, as the writer
+/// puts it: serde's internally tagged enum would first copy the whole message into a buffer of
+/// its own to find the tag. Anything else takes that general path.
+fn message_of(json: &str) -> serde_json::Result<AgentMessage> {
+    let role = json
+        .strip_prefix(r#"{"role":""#)
+        .and_then(|rest| rest.split_once('"'))
+        .map(|(role, _)| role);
+    // Read this way a list grows by doubling (serde's buffer knew its length): a long session
+    // holds a hundred thousand of them, so they give back what they do not use.
+    Ok(match role {
+        Some("user") => {
+            let mut message: llm::UserMessage = serde_json::from_str(json)?;
+            message.content.shrink_to_fit();
+            AgentMessage::User(message)
+        }
+        Some("assistant") => {
+            let mut message: llm::AssistantMessage = serde_json::from_str(json)?;
+            message.content.shrink_to_fit();
+            AgentMessage::Assistant(message)
+        }
+        Some("tool_result") => {
+            let mut message: llm::ToolResultMessage = serde_json::from_str(json)?;
+            message.content.shrink_to_fit();
+            AgentMessage::ToolResult(message)
+        }
+        _ => serde_json::from_str(json)?,
+    })
 }
 
 const MESSAGE_PREFIX: &str = r#"{"type":"message","#;
@@ -291,7 +323,7 @@ impl Entry {
                 id: m.id,
                 parent_id: m.parent_id,
                 timestamp: m.timestamp,
-                body: EntryBody::Message(m.message),
+                body: EntryBody::Message(message_of(m.message.get())?),
             });
         }
         let wire: Wire = serde_json::from_str(line)?;
@@ -396,4 +428,79 @@ impl Entry {
 /// Whether a raw line is a message entry (for counting without parsing).
 pub(crate) fn is_message_line(line: &[u8]) -> bool {
     line.starts_with(MESSAGE_PREFIX.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm::{AssistantContent, AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+
+    fn messages() -> Vec<AgentMessage> {
+        let mut answer = AssistantMessage::empty("model", "provider");
+        answer.stop_reason = StopReason::ToolUse;
+        answer.content = vec![
+            AssistantContent::Thinking {
+                thinking: "hm \"quoted\"".into(),
+                signature: Some("sig".into()),
+            },
+            AssistantContent::Text {
+                text: "Reading it.\n".into(),
+            },
+            AssistantContent::ToolCall(ToolCall::from_raw(
+                "call_1".into(),
+                "read".into(),
+                r#"{"path":"a.rs"}"#,
+            )),
+        ];
+        vec![
+            AgentMessage::user("hello\twith \\ escapes and 中文"),
+            AgentMessage::Assistant(answer),
+            AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "call_1".into(),
+                tool_name: "read".into(),
+                content: vec![llm::UserContent::Text {
+                    text: "fn main() {}\n".into(),
+                }],
+                details: Some(serde_json::json!({"lines": 1})),
+                is_error: false,
+                timestamp: 7,
+            }),
+            AgentMessage::notice("a notice"),
+            AgentMessage::CompactionSummary(CompactionSummary {
+                summary: "earlier".into(),
+                tokens_before: 9,
+                timestamp: 3,
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_kind_of_message_reads_back_as_written() {
+        for message in messages() {
+            let entry = Entry {
+                id: "a1".into(),
+                parent_id: Some("a0".into()),
+                timestamp: "2026-12-03T00:00:00Z".into(),
+                body: EntryBody::Message(message),
+            };
+            let line = entry.to_json();
+            assert_eq!(Entry::from_json(&line).unwrap(), entry, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_message_whose_role_is_not_first_still_reads() {
+        for message in messages() {
+            let written = serde_json::to_string(&message).unwrap();
+            // The role moved last: the fast path does not see it and hands over to serde's.
+            let rest = written.strip_prefix(r#"{"role":""#).unwrap();
+            let (role, fields) = rest.split_once("\",").unwrap();
+            let json = format!(
+                "{{{},\"role\":\"{role}\"}}",
+                fields.strip_suffix('}').unwrap()
+            );
+            assert!(!json.starts_with(r#"{"role""#), "{json}");
+            assert_eq!(message_of(&json).unwrap(), message);
+        }
+    }
 }

@@ -36,7 +36,9 @@ pub use compaction::{CompactionSettings, SessionCompactor};
 pub use context::{CONTEXT_LIMIT, ProjectContext, RepoFiles, project_context, repository_root};
 pub use entry::{Entry, EntryBody, EntryError, FORMAT_VERSION, SessionHeader};
 pub use home::Home;
-pub use list::{SessionInfo, all_session_ids, find_session, latest_session, list_sessions};
+pub use list::{
+    SessionInfo, all_session_ids, find_session, latest_session, latest_session_path, list_sessions,
+};
 pub use load::{Leaf, load_session, load_session_at};
 pub use loaded::LoadedSession;
 pub use prompt::{PromptInputs, SystemPrompt};

@@ -56,6 +56,15 @@ pub fn all_session_ids(home: &Home) -> Vec<String> {
 /// [`list_sessions`], a newest file (or a directory) that cannot be read is an error naming it
 /// and why, not a reason to say there is no session.
 pub fn latest_session(home: &Home, cwd: &Path) -> io::Result<Option<SessionInfo>> {
+    match latest_session_path(home, cwd)? {
+        Some(path) => describe(&path).map(Some).map_err(|e| named(&path, e)),
+        None => Ok(None),
+    }
+}
+
+/// The file of [`latest_session`], without reading it: `--continue` loads it anyway, and
+/// describing a long session is a pass over all of it.
+pub fn latest_session_path(home: &Home, cwd: &Path) -> io::Result<Option<PathBuf>> {
     let dir = home.sessions_dir_for(cwd);
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
@@ -83,10 +92,7 @@ pub fn latest_session(home: &Home, cwd: &Path) -> io::Result<Option<SessionInfo>
             newest = Some((modified, path));
         }
     }
-    match newest {
-        Some((_, path)) => describe(&path).map(Some).map_err(|e| named(&path, e)),
-        None => Ok(None),
-    }
+    Ok(newest.map(|(_, path)| path))
 }
 
 /// `err` with the path it is about in front, keeping its kind.

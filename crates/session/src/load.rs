@@ -5,7 +5,6 @@
 //! not in the history. Reading still goes through the file once, in order; parents always come
 //! before their children, so the chain is found with one map lookup per entry.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
@@ -14,6 +13,7 @@ use agent_core::AgentMessage;
 use llm::ThinkingLevel;
 
 use crate::entry::{Entry, EntryBody, HeaderTag, SessionHeader};
+use crate::ids::{IdIndex, IdSet};
 use crate::loaded::LoadedSession;
 use crate::timeline::Timeline;
 
@@ -126,7 +126,7 @@ fn empty(path: &Path) -> LoadedSession {
         repaired: 0,
         warnings: Vec::new(),
         pending: Vec::new(),
-        ids: HashSet::new(),
+        ids: IdSet::default(),
         len: 0,
         message_pos: Vec::new(),
         message_parents: Vec::new(),
@@ -143,7 +143,7 @@ fn scan(
     mut each: impl FnMut(&mut LoadedSession, Entry, usize, Option<usize>) -> bool,
 ) -> io::Result<bool> {
     let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index = IdIndex::default();
     // The previous entry's id: in the usual file it is the parent, found without a lookup.
     let mut previous = String::new();
     let mut line = Vec::new();

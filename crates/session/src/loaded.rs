@@ -2,13 +2,13 @@
 //! Its own module so the loader, the repair and the writer all depend on it and not on each
 //! other.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use agent_core::AgentMessage;
 use llm::ThinkingLevel;
 
 use crate::entry::{Entry, SessionHeader};
+use crate::ids::IdSet;
 use crate::timeline::Timeline;
 
 /// A session as loaded: the history to start an agent from, and what went wrong on the way.
@@ -39,7 +39,7 @@ pub struct LoadedSession {
     /// Entries that make the file hold `messages`: the repair, written on resume.
     pub(crate) pending: Vec<Entry>,
     /// Every entry id in the file, so new ids can be checked against them.
-    pub(crate) ids: HashSet<String>,
+    pub(crate) ids: IdSet,
     /// Bytes read: a resume finding the file longer knows another process wrote to it since.
     pub(crate) len: u64,
     /// The index in the file of each message's entry (for the repair's branch point).

@@ -19,6 +19,7 @@ use agent_core::AgentMessage;
 use llm::{AssistantContent, ToolResultMessage, UserContent, now_millis};
 
 use crate::entry::{Entry, EntryBody};
+use crate::ids::IdSet;
 use crate::ids::{rfc3339, unique_id};
 use crate::loaded::LoadedSession;
 
@@ -115,7 +116,7 @@ pub(crate) fn repair(session: &mut LoadedSession) {
     let mut pending: Vec<Entry> = Vec::new();
     let mut parent = parent;
     // Returns the new entry's id and its parent.
-    let mut push = |body: EntryBody, ids: &mut HashSet<String>| -> (String, Option<String>) {
+    let mut push = |body: EntryBody, ids: &mut IdSet| -> (String, Option<String>) {
         let id = unique_id(ids);
         let parent_id = parent.replace(id.clone());
         pending.push(Entry {

@@ -1,6 +1,5 @@
 //! Appends entries to a session file as the agent's messages end, holding the file's lock.
 
-use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -9,6 +8,7 @@ use agent_core::{AgentEvent, AgentMessage, CompactionOutcome, RestoreKind, Resto
 use llm::{Model, ThinkingLevel, now_millis};
 
 use crate::entry::{Entry, EntryBody, FORMAT_VERSION, HeaderTag, SessionHeader};
+use crate::ids::IdSet;
 use crate::ids::{random_hex, rfc3339, unique_id};
 use crate::load::{Leaf, load_session_at};
 use crate::private::{create_private_dirs, create_private_file, try_lock};
@@ -47,7 +47,7 @@ pub struct SessionWriter {
     home_root: Option<PathBuf>,
     last_id: Option<String>,
     /// Every entry id in the file: a new one is checked against them.
-    ids: HashSet<String>,
+    ids: IdSet,
     /// Entry ids of the messages in the agent's history, in order: a compaction that replaced
     /// `messages[..n]` is recorded as "kept from the entry `ids[n]`".
     history_ids: Vec<String>,
@@ -123,7 +123,7 @@ impl SessionWriter {
             file: None,
             home_root: Some(home.root().to_path_buf()),
             last_id: None,
-            ids: HashSet::new(),
+            ids: IdSet::default(),
             history_ids: Vec::new(),
             history_parents: Vec::new(),
             provider: provider.to_string(),
@@ -198,7 +198,7 @@ impl SessionWriter {
     fn resumed(
         session: &LoadedSession,
         file: File,
-        (ids, history_ids, history_parents): (HashSet<String>, Vec<String>, Vec<Option<String>>),
+        (ids, history_ids, history_parents): (IdSet, Vec<String>, Vec<Option<String>>),
     ) -> Result<Self, ResumeError> {
         let io_err = |err| ResumeError::Io(session.path.clone(), err);
         let mut writer = Self {

@@ -304,6 +304,15 @@ fn sessions_are_listed_newest_first_and_found_by_id_prefix() {
         session::latest_session(&home, cwd).unwrap().unwrap().path,
         newer
     );
+    // `--continue` takes the path alone, without reading the file.
+    assert_eq!(
+        session::latest_session_path(&home, cwd).unwrap(),
+        Some(newer.clone())
+    );
+    assert_eq!(
+        session::latest_session_path(&home, Path::new("/none")).unwrap(),
+        None
+    );
     assert!(
         session::latest_session(&home, Path::new("/none"))
             .unwrap()
