@@ -163,6 +163,9 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         } else {
             None
         };
+        // A frame is due at `wake`: the agent's events wait for it in their channel (in order)
+        // and are applied together then, instead of waking this loop for every delta.
+        let holding = app.dirty;
         let mut actions = Vec::new();
         tokio::select! {
             event = terminal_events.recv() => {
@@ -188,7 +191,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     Some(Err(_)) | None => break,
                 }
             }
-            Some(event) = agent_events.recv() => {
+            Some(event) = agent_events.recv(), if !holding => {
                 actions = app.on_event(&event);
                 // Coalesce: take everything already waiting before the next frame.
                 while let Ok(event) = agent_events.try_recv() {
@@ -196,7 +199,12 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 }
             }
             Some(message) = ui_rx.recv() => on_ui(&mut app, &mut input, &mut choices, message),
-            _ = sleep_until(wake), if wake.is_some() => app.dirty = true,
+            _ = sleep_until(wake), if wake.is_some() => {
+                app.dirty = true;
+                while let Ok(event) = agent_events.try_recv() {
+                    actions.extend(app.on_event(&event));
+                }
+            }
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
             _ = sigint.recv() => break,
