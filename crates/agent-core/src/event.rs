@@ -6,6 +6,8 @@
 //! alone.
 
 use llm::{AssistantMessage, Model, StopReason, StreamEvent, ThinkingLevel, ToolResultMessage};
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -83,7 +85,8 @@ pub enum AgentEvent {
     /// The history was replaced (a new session, a resumed one). `session` names where the
     /// host keeps the new history (its session file), `None` when it is not kept.
     HistoryReset {
-        messages: Vec<AgentMessage>,
+        /// Shared: every subscriber gets the same history, not a copy of a long session each.
+        messages: Arc<[AgentMessage]>,
         reason: ResetReason,
         session: Option<String>,
     },
@@ -125,7 +128,7 @@ pub enum AgentEvent {
     /// `messages` is the history from now on; what came after stays in the session file as
     /// another branch. `leaf` is the session entry the history now ends at (`None`: empty).
     Rewound {
-        messages: Vec<AgentMessage>,
+        messages: Arc<[AgentMessage]>,
         leaf: Option<String>,
     },
     /// The extra tools changed (an MCP server became ready, failed, or `mcp_search` made

@@ -203,9 +203,10 @@ impl Owner {
                 let result = if self.run.is_some() {
                     Err(AgentError::Busy)
                 } else {
-                    self.messages = messages.clone();
+                    let shared: Arc<[AgentMessage]> = messages.into();
+                    self.messages = shared.to_vec();
                     self.deliver(AgentEvent::HistoryReset {
-                        messages,
+                        messages: shared,
                         reason,
                         session,
                     });
@@ -221,8 +222,12 @@ impl Owner {
                 let result = if self.run.is_some() {
                     Err(AgentError::Busy)
                 } else {
-                    self.messages = messages.clone();
-                    self.deliver(AgentEvent::Rewound { messages, leaf });
+                    let shared: Arc<[AgentMessage]> = messages.into();
+                    self.messages = shared.to_vec();
+                    self.deliver(AgentEvent::Rewound {
+                        messages: shared,
+                        leaf,
+                    });
                     Ok(())
                 };
                 let _ = reply.send(result);

@@ -57,7 +57,7 @@ fn previews(messages: &[AgentMessage]) -> Vec<String> {
 fn rewind(writer: &mut SessionWriter, messages: &[AgentMessage], keep: usize) {
     writer
         .record(&AgentEvent::Rewound {
-            messages: messages[..keep].to_vec(),
+            messages: messages[..keep].into(),
             leaf: None,
         })
         .unwrap();
@@ -116,7 +116,7 @@ fn two_rewinds_make_three_branches_and_each_can_be_loaded() {
     let at = load_session_at(&path, Leaf::Entry(&three.id)).unwrap();
     writer
         .record(&AgentEvent::Rewound {
-            messages: at.messages.clone(),
+            messages: at.messages.clone().into(),
             leaf: Some(three.id.clone()),
         })
         .unwrap();
@@ -241,7 +241,7 @@ fn a_jump_into_the_middle_of_a_tool_batch_closes_its_calls() {
     assert_eq!(at.repaired, 1);
     writer
         .record(&AgentEvent::Rewound {
-            messages: at.messages.clone(),
+            messages: at.messages.clone().into(),
             leaf: Some(call.id.clone()),
         })
         .unwrap();

@@ -153,7 +153,7 @@ fn model_thinking_and_history_changes_come_from_events() {
     });
     assert_eq!(app.status.thinking, Some(llm::ThinkingLevel::High));
     app.on_event(&AgentEvent::HistoryReset {
-        messages: history(),
+        messages: history().into(),
         reason: agent_core::ResetReason::Resume,
         session: None,
     });
