@@ -286,7 +286,7 @@ fn rebuild(initial: &[AgentMessage], events: &[AgentEvent]) -> Vec<AgentMessage>
                 );
             }
             AgentEvent::HistoryReset { messages, .. } | AgentEvent::Rewound { messages, .. } => {
-                history = messages.clone()
+                history = messages.to_vec()
             }
             _ => {}
         }
