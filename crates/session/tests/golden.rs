@@ -129,3 +129,26 @@ fn the_golden_entries_are_written_back_byte_for_byte() {
         assert_eq!(Entry::from_json(line).unwrap().to_json(), line);
     }
 }
+
+#[test]
+fn a_message_whose_role_is_not_first_reads_the_same() {
+    // The loader reads a message straight into its variant when `role` comes first, as the
+    // writer puts it; any other order takes serde's general path to the same message.
+    let text = std::fs::read_to_string(GOLDEN).unwrap();
+    let mut reordered = 0;
+    for line in text.lines().skip(1) {
+        let Some((head, rest)) = line.split_once(r#""message":{"role":""#) else {
+            continue;
+        };
+        let (role, fields) = rest.split_once("\",").unwrap();
+        let fields = fields.strip_suffix("}}").unwrap();
+        let moved = format!(r#"{head}"message":{{{fields},"role":"{role}"}}}}"#);
+        assert_eq!(
+            Entry::from_json(&moved).unwrap(),
+            Entry::from_json(line).unwrap(),
+            "{moved}"
+        );
+        reordered += 1;
+    }
+    assert_eq!(reordered, 6, "every message line of the golden file");
+}
