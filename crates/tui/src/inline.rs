@@ -7,13 +7,13 @@
 //! region starts at row `content` and never reaches past the bottom. Printing more lines than
 //! fit scrolls the screen, which is what moves the top rows into the scrollback.
 
-use std::io::{BufWriter, Stdout, Write};
+use std::io::Write;
 
 use crossterm::cursor::MoveTo;
 use crossterm::queue;
 use crossterm::terminal::{Clear, ClearType};
 use ratatui::Terminal;
-use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -21,6 +21,7 @@ use ratatui::widgets::Widget;
 use ratatui::{TerminalOptions, Viewport};
 
 use crate::app::App;
+use crate::backend::Out;
 use crate::input::InputState;
 use crate::ui;
 
@@ -28,8 +29,6 @@ use crate::ui;
 /// frame at once, the others ignore it.
 const SYNC_BEGIN: &str = "\x1b[?2026h";
 const SYNC_END: &str = "\x1b[?2026l";
-
-type Out = CrosstermBackend<BufWriter<Stdout>>;
 
 pub struct Inline {
     term: Terminal<Out>,
@@ -51,7 +50,7 @@ impl Inline {
         // answers): scroll what the screen shows up into the scrollback and start at the top.
         write!(out, "\r{}", "\n".repeat(usize::from(height)))?;
         out.flush()?;
-        let term = live_terminal(width)?;
+        let term = live_terminal(width, height)?;
         Ok(Self {
             term,
             width,
@@ -114,8 +113,9 @@ impl Inline {
             // Ratatui clears the whole screen when a viewport gets narrower: a new terminal
             // for the new width instead.
             Write::flush(self.term.backend_mut())?;
-            self.term = live_terminal(width)?;
+            self.term = live_terminal(width, height)?;
         }
+        self.term.backend_mut().set_size(width, height);
         self.width = width;
         self.height = height;
         if self.overlay {
@@ -234,11 +234,10 @@ impl Inline {
     }
 }
 
-/// The ratatui terminal that draws the live region, `width` columns wide.
-fn live_terminal(width: u16) -> std::io::Result<Terminal<Out>> {
-    let out = BufWriter::with_capacity(1 << 16, std::io::stdout());
+/// The ratatui terminal that draws the live region, on a screen of `width` × `height`.
+fn live_terminal(width: u16, height: u16) -> std::io::Result<Terminal<Out>> {
     Terminal::with_options(
-        CrosstermBackend::new(out),
+        Out::new(ratatui::layout::Size::new(width, height)),
         TerminalOptions {
             viewport: Viewport::Fixed(Rect::new(0, 0, width, 1)),
         },

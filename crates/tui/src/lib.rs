@@ -4,6 +4,7 @@
 //! (`app`, `input`), the terminal at the top (`ui` draws, `runtime` runs the loop).
 
 pub mod app;
+mod backend;
 pub mod cells;
 mod commands;
 pub mod editor;

@@ -77,7 +77,10 @@ impl Display {
         match self {
             Display::Inline(inline) => inline.resize(app, width, height),
             // Ratatui notices on the next draw.
-            Display::Full(_) => Ok(()),
+            Display::Full(term) => {
+                term.backend_mut().set_size(width, height);
+                Ok(())
+            }
         }
     }
 

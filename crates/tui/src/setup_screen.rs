@@ -312,6 +312,10 @@ pub async fn run(mut screen: SetupScreen, check: Check) -> std::io::Result<Setup
                 screen.paste(&text);
                 SetupAction::None
             }
+            Some(Ok(Event::Resize(width, height))) => {
+                terminal.backend_mut().set_size(width, height);
+                SetupAction::None
+            }
             Some(Ok(_)) => SetupAction::None,
         };
         match action {

@@ -1,7 +1,7 @@
 //! Entering and leaving the terminal's UI mode, and restoring it whatever happens: normal exit,
 //! an error, a panic.
 
-use std::io::{BufWriter, Stdout, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
@@ -13,11 +13,12 @@ use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
-use ratatui::backend::CrosstermBackend;
+
+use crate::backend::Out;
 
 /// Buffered: a frame is many small escape sequences, written in one go when ratatui flushes
 /// (stdout itself flushes at every newline and locks for every piece).
-pub type Term = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+pub type Term = Terminal<Out>;
 
 /// Restores the terminal when dropped; if dropped by a panic unwinding the UI, prints the
 /// panic's message afterwards, on the normal screen. The panic hook the UI installed is
@@ -77,10 +78,7 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
 
 /// A full-screen terminal on the alternate screen (entered by [`enter`]).
 pub fn fullscreen() -> std::io::Result<Term> {
-    Terminal::new(CrosstermBackend::new(BufWriter::with_capacity(
-        1 << 16,
-        std::io::stdout(),
-    )))
+    Terminal::new(Out::stdout()?)
 }
 
 /// Switches to the alternate screen for a full-screen view over the inline UI (the transcript
