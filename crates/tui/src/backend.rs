@@ -60,8 +60,12 @@ impl Backend for Out {
         self.inner.draw(content)
     }
 
+    /// Without the flush crossterm's backend does after it: a frame is written in one go.
     fn append_lines(&mut self, n: u16) -> std::io::Result<()> {
-        self.inner.append_lines(n)
+        for _ in 0..n {
+            self.write_all(b"\n")?;
+        }
+        Ok(())
     }
 
     fn hide_cursor(&mut self) -> std::io::Result<()> {

@@ -12,17 +12,19 @@ use std::io::Write;
 use crossterm::cursor::MoveTo;
 use crossterm::queue;
 use crossterm::terminal::{Clear, ClearType};
-use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::buffer::{Buffer, Cell};
+use ratatui::layout::{Rect, Size};
+use ratatui::style::Color;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
-use ratatui::{TerminalOptions, Viewport};
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use unicode_width::UnicodeWidthStr;
 
 use crate::app::App;
 use crate::backend::Out;
 use crate::input::InputState;
+use crate::printed::{self, Pending};
 use crate::ui;
 
 /// Begin and end of a synchronized update (DEC mode 2026): terminals that know it show the
@@ -31,15 +33,21 @@ const SYNC_BEGIN: &str = "\x1b[?2026h";
 const SYNC_END: &str = "\x1b[?2026l";
 
 pub struct Inline {
-    term: Terminal<Out>,
+    out: Out,
     width: u16,
     height: u16,
     /// Screen rows the printed conversation takes, from the top.
     content: u16,
-    /// Where the live region was drawn last.
-    live: Rect,
-    /// The full-screen transcript is open (on the alternate screen).
-    overlay: bool,
+    /// What the screen shows from row `content` to the bottom, as the last frame left it. Kept
+    /// in step with every scroll, so a frame writes only the cells that changed, however the
+    /// conversation moved.
+    shown: Buffer,
+    /// The frame being drawn, over the same rows (kept for its allocation).
+    next: Buffer,
+    /// The full-screen transcript, on the alternate screen, while it is open.
+    overlay: Option<Terminal<Out>>,
+    /// The terminal was resized while the overlay was open.
+    resized: bool,
 }
 
 impl Inline {
@@ -50,85 +58,144 @@ impl Inline {
         // answers): scroll what the screen shows up into the scrollback and start at the top.
         write!(out, "\r{}", "\n".repeat(usize::from(height)))?;
         out.flush()?;
-        let term = live_terminal(width, height)?;
+        let screen = Rect::new(0, 0, width, height);
         Ok(Self {
-            term,
+            out: Out::new(Size::new(width, height)),
             width,
             height,
             content: 0,
-            live: Rect::default(),
-            overlay: false,
+            shown: Buffer::empty(screen),
+            next: Buffer::empty(Rect::default()),
+            overlay: None,
+            resized: false,
         })
     }
 
-    /// Draws one frame: prints what became final, then redraws the live region.
+    /// Draws one frame: what became final and does not fit the live region is printed, the
+    /// live region is drawn (the cells that changed), and what is final at its top is left
+    /// there as part of the conversation.
     pub fn frame(&mut self, app: &mut App, input: &mut InputState) -> std::io::Result<()> {
-        if self.overlay {
-            return self
-                .term
-                .draw(|f| ui::draw_overlay(f, app, input))
-                .map(|_| ());
+        if let Some(term) = &mut self.overlay {
+            return term.draw(|f| ui::draw_overlay(f, app, input)).map(|_| ());
         }
-        write!(self.term.backend_mut(), "{SYNC_BEGIN}")?;
+        write!(self.out, "{SYNC_BEGIN}")?;
         let view = app.view(self.width);
-        let finished = take_finished(app, view);
-        if !finished.is_empty() {
-            self.clear_live()?;
-            self.print(&finished)?;
-        }
         let bottom = ui::Bottom::new(app, input, self.width, self.height);
-        let room = self.height.saturating_sub(bottom.height());
-        let transcript = live_rows(app, view, usize::from(room));
-        let rows = (transcript.len() as u16).max(bottom.popup_room(input));
-        let height = (rows + bottom.height()).min(self.height);
+        let room = usize::from(self.height.saturating_sub(bottom.height()));
+        let Pending {
+            mut rows,
+            mut finished,
+        } = printed::pending(app, view);
+        // More than the live region holds: its final top is printed first (the rest of an
+        // open block that is taller than the room is cut at the top).
+        let printing = rows.len().saturating_sub(room).min(finished);
+        if printing > 0 {
+            self.clear_live()?;
+            let lines: Vec<Line<'static>> = rows.drain(..printing).collect();
+            self.print(&lines)?;
+            printed::commit(app, view, printing);
+            finished -= printing;
+        }
+        let skip = rows.len().saturating_sub(room);
+        let rows = &rows[skip..];
+        let height =
+            ((rows.len() as u16).max(bottom.popup_room(input)) + bottom.height()).min(self.height);
         // Room for the live region: scroll the conversation up.
         let over = (self.content + height).saturating_sub(self.height);
         if over > 0 {
-            self.clear_live()?;
             self.scroll(over)?;
         }
-        let area = Rect::new(0, self.content, self.width, height);
-        if area != self.live {
-            // Clears below too: a shorter region leaves nothing of the taller one behind.
-            self.clear_live()?;
-            self.live = area;
-            self.term.resize(area)?;
+        let region = Rect::new(0, self.content, self.width, height);
+        self.next.resize(self.shown.area);
+        self.next.reset();
+        let pad = ui::draw_live(&mut self.next, region, app, input, bottom, rows);
+        self.write_changes()?;
+        std::mem::swap(&mut self.shown, &mut self.next);
+        // What is final now sits at the top of the live region exactly as printing it would
+        // have put it: it stays there, as part of the conversation, and the region starts under
+        // it from the next frame on.
+        if skip == 0 && pad == 0 && finished > 0 {
+            printed::commit(app, view, finished);
+            self.advance(finished as u16);
         }
-        self.term
-            .draw(|f| ui::draw_live(f, app, input, bottom, transcript))?;
         // The cursor waits at the top of the live region: a terminal that shrinks drops the
         // rows under the cursor first (the live region, drawn again anyway) and pushes those
         // above it (the conversation) into the scrollback.
-        let out = self.term.backend_mut();
-        queue!(out, MoveTo(0, self.content))?;
-        write!(out, "{SYNC_END}")?;
-        Write::flush(self.term.backend_mut())
+        queue!(self.out, MoveTo(0, self.content))?;
+        write!(self.out, "{SYNC_END}")?;
+        Write::flush(&mut self.out)
+    }
+
+    /// Writes the cells of the live region that differ from what the screen shows. A row's
+    /// end that became blank is erased rather than written with spaces, so text copied from
+    /// the terminal later has no trailing blanks.
+    fn write_changes(&mut self) -> std::io::Result<()> {
+        let top = self.content;
+        let width = usize::from(self.width);
+        let next = &self.next;
+        // Where each row's text ends in the new frame, worked out once per changed row.
+        let mut ends: Vec<Option<u16>> = vec![None; usize::from(next.area.height)];
+        let mut end_of = |y: u16| -> u16 {
+            let row = usize::from(y - top);
+            *ends[row].get_or_insert_with(|| {
+                let cells = &next.content[row * width..][..width];
+                // A wide character ends where its second column does: erasing from that
+                // column would take the character with it.
+                cells
+                    .iter()
+                    .rposition(|c| !blank(c))
+                    .map_or(0, |i| (i + cells[i].symbol().width().max(1)) as u16)
+            })
+        };
+        let mut erase: Vec<(u16, u16)> = Vec::new();
+        let changes: Vec<(u16, u16, &Cell)> = self
+            .shown
+            .diff(next)
+            .into_iter()
+            .filter(|&(x, y, _)| {
+                let end = end_of(y);
+                if x < end {
+                    return true;
+                }
+                if erase.last().is_none_or(|&(_, row)| row != y) {
+                    erase.push((end, y));
+                }
+                false
+            })
+            .collect();
+        self.out.draw(changes.into_iter())?;
+        for (x, y) in erase {
+            queue!(self.out, MoveTo(x, y), Clear(ClearType::UntilNewLine))?;
+        }
+        Ok(())
     }
 
     /// The terminal changed size: what it shows is its own business (it may have reflowed or
     /// cut it), so the screen is cleared — never the scrollback — and the end of the
     /// conversation printed again at the new width above the live region.
     pub fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
-        if width != self.width {
-            // Ratatui clears the whole screen when a viewport gets narrower: a new terminal
-            // for the new width instead.
-            Write::flush(self.term.backend_mut())?;
-            self.term = live_terminal(width, height)?;
-        }
-        self.term.backend_mut().set_size(width, height);
         self.width = width;
         self.height = height;
-        if self.overlay {
-            return self.term.resize(Rect::new(0, 0, width, height));
+        self.out.set_size(width, height);
+        if let Some(term) = &mut self.overlay {
+            // The normal screen is laid out again when the overlay closes.
+            self.resized = true;
+            term.backend_mut().set_size(width, height);
+            return term.resize(Rect::new(0, 0, width, height));
         }
+        self.reprint(app)
+    }
+
+    /// Clears the screen and prints the end of the conversation at the current size.
+    fn reprint(&mut self, app: &mut App) -> std::io::Result<()> {
+        let (width, height) = (self.width, self.height);
+        self.shown = Buffer::empty(Rect::new(0, 0, width, height));
         // A screenful: whatever of the conversation the terminal kept on the screen (its
         // last rows) is printed again, so clearing the screen loses none of it.
         let view = app.view(width);
-        let rows = printed_tail(app, view, usize::from(height));
-        let out = self.term.backend_mut();
-        queue!(out, MoveTo(0, 0), Clear(ClearType::All))?;
+        let rows = printed::printed_tail(app, view, usize::from(height));
+        queue!(self.out, MoveTo(0, 0), Clear(ClearType::All))?;
         self.content = 0;
-        self.live = Rect::default();
         self.print(&rows)
     }
 
@@ -142,60 +209,110 @@ impl Inline {
     }
 
     pub fn open_overlay(&mut self) -> std::io::Result<()> {
+        Write::flush(&mut self.out)?;
         crate::terminal::enter_overlay()?;
-        self.overlay = true;
-        self.term.resize(Rect::new(0, 0, self.width, self.height))
-    }
-
-    pub fn close_overlay(&mut self) -> std::io::Result<()> {
-        crate::terminal::leave_overlay()?;
-        self.overlay = false;
-        // The normal screen is back as it was: the next frame redraws the live region.
-        self.live = Rect::default();
+        let screen = Rect::new(0, 0, self.width, self.height);
+        let mut term = Terminal::with_options(
+            Out::new(Size::new(self.width, self.height)),
+            TerminalOptions {
+                viewport: Viewport::Fixed(screen),
+            },
+        )?;
+        // (Ratatui's own clear asks the terminal where the cursor is, and waits for the answer.)
+        queue!(term.backend_mut(), Clear(ClearType::All))?;
+        self.overlay = Some(term);
         Ok(())
     }
 
+    pub fn close_overlay(&mut self, app: &mut App) -> std::io::Result<()> {
+        if let Some(mut term) = self.overlay.take() {
+            Write::flush(term.backend_mut())?;
+        }
+        crate::terminal::leave_overlay()?;
+        if std::mem::take(&mut self.resized) {
+            return self.reprint(app);
+        }
+        // The normal screen is back; the live region is drawn whole again, in case the
+        // terminal did not keep it.
+        self.clear_live()
+    }
+
     pub fn overlay_open(&self) -> bool {
-        self.overlay
+        self.overlay.is_some()
+    }
+
+    /// Prints what became final (the live region, under it, is drawn again by the next frame).
+    pub fn print_finished(&mut self, app: &mut App) -> std::io::Result<()> {
+        let finished = printed::take_finished(app, app.view(self.width));
+        if !finished.is_empty() {
+            self.clear_live()?;
+            self.print(&finished)?;
+        }
+        Ok(())
     }
 
     /// Leaves the cursor under the conversation, the live region gone, for what the shell
     /// prints next.
-    pub fn finish(&mut self) -> std::io::Result<()> {
-        if self.overlay {
-            self.close_overlay()?;
+    pub fn finish(&mut self, app: &mut App) -> std::io::Result<()> {
+        if self.overlay.is_some() {
+            self.close_overlay(app)?;
         }
         self.clear_live()?;
         if self.content >= self.height {
             self.scroll(1)?;
         }
-        let out = self.term.backend_mut();
-        queue!(out, MoveTo(0, self.content))?;
-        Write::flush(out)
+        queue!(self.out, MoveTo(0, self.content))?;
+        Write::flush(&mut self.out)
     }
 
     /// Erases the live region (and anything under it).
     fn clear_live(&mut self) -> std::io::Result<()> {
-        self.live = Rect::default();
         // A full screen has no live region on it (and the cursor would land on the last row
         // of the conversation).
         if self.content < self.height {
-            let out = self.term.backend_mut();
             queue!(
-                out,
+                self.out,
                 MoveTo(0, self.content),
                 Clear(ClearType::FromCursorDown)
             )?;
+            self.shown.reset();
         }
         Ok(())
     }
 
+    /// The conversation grew by `rows` under what it had (printed there, or left there by the
+    /// live region): the live region starts lower.
+    fn advance(&mut self, rows: u16) {
+        let rows = rows.min(self.height - self.content);
+        self.content += rows;
+        let cells = usize::from(rows) * usize::from(self.width);
+        self.shown
+            .content
+            .drain(..cells.min(self.shown.content.len()));
+        self.shown.area = self.live_area();
+    }
+
+    /// From the top of the live region to the bottom of the screen.
+    fn live_area(&self) -> Rect {
+        Rect::new(0, self.content, self.width, self.height - self.content)
+    }
+
     /// Scrolls the screen up by `rows`: the top rows go into the scrollback.
     fn scroll(&mut self, rows: u16) -> std::io::Result<()> {
-        let out = self.term.backend_mut();
-        queue!(out, MoveTo(0, self.height.saturating_sub(1)))?;
-        out.append_lines(rows)?;
+        queue!(self.out, MoveTo(0, self.height.saturating_sub(1)))?;
+        self.out.append_lines(rows)?;
+        // What the screen shows moved up with it; the rows pushed off the top are the
+        // scrollback's now, and blank rows came in at the bottom.
+        let gone = rows.saturating_sub(self.content);
+        let width = usize::from(self.width);
+        let cells = usize::from(gone) * width;
+        self.shown
+            .content
+            .drain(..cells.min(self.shown.content.len()));
         self.content = self.content.saturating_sub(rows);
+        self.shown.area = self.live_area();
+        let size = usize::from(self.shown.area.height) * width;
+        self.shown.content.resize(size, Cell::EMPTY);
         Ok(())
     }
 
@@ -203,7 +320,7 @@ impl Inline {
     fn print(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
         let width = self.width;
         let mut buffer = Buffer::empty(Rect::new(0, 0, width, 1));
-        let blank = buffer.clone();
+        let empty = buffer.clone();
         for line in lines {
             if self.content >= self.height {
                 self.scroll(1)?;
@@ -215,222 +332,26 @@ impl Inline {
             let used = buffer
                 .content
                 .iter()
-                .rposition(|cell| cell.symbol() != " " || cell.bg != ratatui::style::Color::Reset)
+                .rposition(|cell| !blank(cell))
                 .map_or(0, |i| i + 1);
             let row = self.content;
             // What differs from a blank row: the cell a wide character covers is left out (the
             // terminal moves past it; written, its blank would push the rest of the row right).
-            let cells = blank
+            let cells = empty
                 .diff(&buffer)
                 .into_iter()
                 .filter(|(x, _, _)| usize::from(*x) < used)
                 .map(|(x, _, cell)| (x, row, cell));
-            let out = self.term.backend_mut();
-            queue!(out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
-            out.draw(cells)?;
-            self.content += 1;
+            queue!(self.out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
+            self.out.draw(cells)?;
+            self.advance(1);
         }
         Ok(())
     }
 }
 
-/// The ratatui terminal that draws the live region, on a screen of `width` × `height`.
-fn live_terminal(width: u16, height: u16) -> std::io::Result<Terminal<Out>> {
-    Terminal::with_options(
-        Out::new(ratatui::layout::Size::new(width, height)),
-        TerminalOptions {
-            viewport: Viewport::Fixed(Rect::new(0, 0, width, 1)),
-        },
-    )
-}
-
-/// Lines of the transcript that became final since the last call, in order: whole cells that
-/// are done, and the finished blocks of the one still streaming. Cells are printed in order,
-/// so a finished cell waits for an unfinished one before it.
-pub fn take_finished(app: &mut App, view: crate::cells::View) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    while app.printed < app.cells.len() {
-        let cell = &mut app.cells[app.printed];
-        let done = cell.is_done();
-        let rows = cell.rows(view);
-        let upto = if done { rows.len() } else { rows.stable.len() };
-        if upto > app.printed_rows {
-            out.extend(
-                rows.from(app.printed_rows)
-                    .take(upto - app.printed_rows)
-                    .cloned(),
-            );
-            app.printed_rows = upto;
-        }
-        if !done {
-            break;
-        }
-        // A blank line sets each cell apart (none for a cell with nothing to show).
-        if app.printed_rows > 0 {
-            out.push(Line::default());
-        }
-        app.printed += 1;
-        app.printed_rows = 0;
-    }
-    out
-}
-
-/// The last `max` rows of what is not printed yet.
-pub fn live_rows(app: &mut App, view: crate::cells::View, max: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    for index in (app.printed..app.cells.len()).rev() {
-        if rows.len() >= max {
-            break;
-        }
-        let from = if index == app.printed {
-            app.printed_rows
-        } else {
-            0
-        };
-        let cell = app.cells[index].rows(view);
-        if cell.len() > from && !rows.is_empty() {
-            rows.push(Line::default());
-        }
-        for line in cell.from(from).rev() {
-            if rows.len() >= max {
-                break;
-            }
-            rows.push(line.clone());
-        }
-    }
-    rows.reverse();
-    rows
-}
-
-/// The last `max` rows of what is printed already, laid out at `view` (after a resize). The
-/// cell being printed counts as printed up to its finished rows at the new width.
-fn printed_tail(app: &mut App, view: crate::cells::View, max: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    if let Some(cell) = app.cells.get_mut(app.printed) {
-        let stable = cell.rows(view).stable;
-        app.printed_rows = stable.len();
-        rows.extend(stable.iter().rev().take(max).cloned());
-    }
-    for index in (0..app.printed.min(app.cells.len())).rev() {
-        if rows.len() >= max {
-            break;
-        }
-        let cell = app.cells[index].rows(view);
-        if !cell.is_empty() {
-            rows.push(Line::default());
-        }
-        for line in cell.iter().rev() {
-            if rows.len() >= max {
-                break;
-            }
-            rows.push(line.clone());
-        }
-    }
-    rows.reverse();
-    rows
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use agent_core::{AgentEvent, AgentMessage};
-    use llm::{AssistantMessage, StreamEvent, ToolResultMessage, UserContent};
-
-    fn plain(lines: &[Line<'static>]) -> Vec<String> {
-        lines
-            .iter()
-            .map(|l| l.to_string().trim_end().to_string())
-            .collect()
-    }
-
-    fn delta(app: &mut App, index: usize, text: &str) {
-        app.on_event(&AgentEvent::MessageUpdate {
-            event: StreamEvent::TextDelta {
-                index,
-                delta: text.into(),
-            },
-        });
-    }
-
-    fn result(id: &str) -> AgentEvent {
-        AgentEvent::ToolExecutionEnd {
-            tool_call_id: id.into(),
-            tool_name: "bash".into(),
-            result: ToolResultMessage {
-                tool_call_id: id.into(),
-                tool_name: "bash".into(),
-                content: vec![UserContent::Text {
-                    text: format!("output of {id}"),
-                }],
-                details: None,
-                is_error: false,
-                timestamp: 0,
-            },
-            outcome: agent_core::ToolOutcome::Ok,
-        }
-    }
-
-    #[test]
-    fn only_what_is_final_is_printed_and_in_order() {
-        let mut app = App::new(crate::status::Status::default());
-        let view = app.view(60);
-        app.on_event(&AgentEvent::MessageEnd {
-            message: AgentMessage::user("hi"),
-        });
-        app.on_event(&AgentEvent::MessageStart {
-            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
-        });
-        delta(&mut app, 0, "First paragraph.\n\nSecond is stre");
-        assert_eq!(
-            plain(&take_finished(&mut app, view)),
-            ["› hi", "", "First paragraph."]
-        );
-        assert_eq!(
-            plain(&live_rows(&mut app, view, 10)),
-            ["", "Second is stre"]
-        );
-        delta(&mut app, 0, "aming.\n\n");
-        assert_eq!(
-            plain(&take_finished(&mut app, view)),
-            ["", "Second is streaming."]
-        );
-        assert!(take_finished(&mut app, view).is_empty(), "printed once");
-
-        // The answer ends; two tools: the second finishes first, and waits for the first.
-        app.cells[1].finish();
-        assert!(take_finished(&mut app, view).is_empty() || app.printed == 2);
-        for id in ["a", "b"] {
-            app.on_event(&AgentEvent::ToolExecutionStart {
-                tool_call_id: id.into(),
-                tool_name: "bash".into(),
-                arguments: serde_json::json!({"command": format!("run {id}")}),
-            });
-        }
-        app.on_event(&result("b"));
-        let cells = app.cells.len();
-        assert!(take_finished(&mut app, view).is_empty(), "b waits for a");
-        assert_eq!(app.printed, cells - 2);
-        assert!(!live_rows(&mut app, view, 20).is_empty());
-        app.on_event(&result("a"));
-        assert!(!take_finished(&mut app, view).is_empty());
-        assert_eq!(app.printed, cells, "both printed once a is done");
-    }
-
-    #[test]
-    fn the_live_rows_are_the_last_ones() {
-        let mut app = App::new(crate::status::Status::default());
-        app.on_event(&AgentEvent::MessageStart {
-            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
-        });
-        let table: String = (1..=50).map(|i| format!("| {i} | x |\n")).collect();
-        delta(&mut app, 0, &format!("| n | v |\n|---|---|\n{table}"));
-        let view = app.view(40);
-        assert!(
-            take_finished(&mut app, view).is_empty(),
-            "a table waits for its end"
-        );
-        let rows = plain(&live_rows(&mut app, view, 5));
-        assert_eq!(rows.len(), 5);
-        assert!(rows.iter().any(|l| l.contains("50")), "{rows:?}");
-    }
+/// A cell that shows nothing: a space without a background or an attribute (a reversed space
+/// is the editor's cursor).
+fn blank(cell: &Cell) -> bool {
+    cell.symbol() == " " && cell.bg == Color::Reset && cell.modifier.is_empty()
 }

@@ -17,6 +17,7 @@ pub mod input;
 mod markdown;
 mod mcp_view;
 pub mod popup;
+mod printed;
 mod runtime;
 pub mod setup_screen;
 pub mod status;

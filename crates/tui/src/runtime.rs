@@ -178,7 +178,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                         Some(inline) => {
                             if overlay_key(&mut app, &input, key) {
                                 app.scroll = 0;
-                                inline.close_overlay()?;
+                                inline.close_overlay(&mut app)?;
                             }
                             app.dirty = true;
                         }
@@ -214,6 +214,11 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         }
         for action in actions {
             if action == Action::ClearScreen {
+                if let Display::Inline(inline) = &mut display {
+                    // What is final but still waiting in the live region goes into the
+                    // conversation first: the cells are gone after this.
+                    inline.print_finished(&mut app)?;
+                }
                 app.clear_transcript();
                 if let Display::Inline(inline) = &mut display {
                     inline.clear_screen()?;
@@ -284,8 +289,9 @@ fn display_final(
     for cell in &mut app.cells {
         cell.finish();
     }
+    inline.print_finished(app)?;
     inline.frame(app, input)?;
-    inline.finish()
+    inline.finish(app)
 }
 
 /// A key while the transcript overlay is open: scrolls it, or says it closes it (Esc, q,

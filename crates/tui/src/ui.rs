@@ -1,10 +1,11 @@
 //! Drawing: places the lines the cells and the state produce. Only visible rows are built.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
 use agent_core::QueueKind;
 
@@ -62,30 +63,32 @@ impl Bottom {
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
     let bottom = Bottom::new(app, input, area.width, area.height);
-    let transcript = draw_bottom(frame, app, input, bottom, area);
+    let transcript = draw_bottom(frame.buffer_mut(), app, input, bottom, area);
     input.page = usize::from(transcript.height);
     draw_transcript(frame, app, transcript, app.view(transcript.width));
 }
 
-/// The live region of inline mode: what of the transcript is not in the scrollback yet (its
-/// last rows), then the rest, laid out as `bottom` (for the whole screen). The area was sized
-/// for it.
+/// The live region of inline mode, drawn into `buf` at `area`: what of the transcript is not
+/// in the scrollback yet (its last rows), then the rest, laid out as `bottom` (for the whole
+/// screen). The area was sized for it. Returns how many blank rows come before the transcript's
+/// first one (the room a popup needs that the transcript does not fill).
 pub fn draw_live(
-    frame: &mut Frame<'_>,
+    buf: &mut Buffer,
+    area: Rect,
     app: &mut App,
     input: &mut InputState,
     bottom: Bottom,
-    transcript: Vec<Line<'static>>,
-) {
-    let area = frame.area();
-    let above = draw_bottom(frame, app, input, bottom, area);
+    transcript: &[Line<'static>],
+) -> u16 {
+    let above = draw_bottom(buf, app, input, bottom, area);
     let skip = transcript.len().saturating_sub(usize::from(above.height));
-    let rows: Vec<Line<'static>> = transcript.into_iter().skip(skip).collect();
+    let rows = &transcript[skip..];
     // Rows left over (room kept for a popup) go above, so the text stays next to the editor.
-    let pad = usize::from(above.height).saturating_sub(rows.len());
-    let mut lines = vec![Line::default(); pad];
-    lines.extend(rows);
-    frame.render_widget(Paragraph::new(lines), above);
+    let pad = above.height - rows.len() as u16;
+    for (row, line) in (above.y + pad..).zip(rows) {
+        line.render(Rect::new(above.x, row, above.width, 1), buf);
+    }
+    pad
 }
 
 /// The full-screen transcript (Ctrl+O in inline mode): everything, tool output whole,
@@ -112,7 +115,7 @@ pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState
 
 /// Draws everything under the transcript; returns the area left for it.
 fn draw_bottom(
-    frame: &mut Frame<'_>,
+    buf: &mut Buffer,
     app: &mut App,
     input: &mut InputState,
     bottom: Bottom,
@@ -127,7 +130,7 @@ fn draw_bottom(
         Constraint::Length(1),
     ])
     .areas(area);
-    draw_live_line(frame, app, input, live);
+    draw_live_line(buf, app, input, live);
     if let Some(mut lines) = bottom.question {
         // Too tall: the middle (the diff) gives way, the keys that answer stay.
         let room = usize::from(asking.height).saturating_sub(1);
@@ -139,13 +142,13 @@ fn draw_bottom(
         // A blank row above sets it apart from the transcript.
         let mut rows = vec![Line::default()];
         rows.extend(lines);
-        frame.render_widget(Paragraph::new(rows), asking);
+        Paragraph::new(rows).render(asking, buf);
     }
-    draw_queue(frame, app, queue);
-    draw_editor(frame, app, editor);
-    draw_status(frame, app, status);
+    draw_queue(buf, app, queue);
+    draw_editor(buf, app, editor);
+    draw_status(buf, app, status);
     if let Some(popup) = &input.popup {
-        draw_popup(frame, popup, editor);
+        draw_popup(buf, popup, editor, area.y);
     }
     transcript
 }
@@ -212,7 +215,7 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View)
     }
 }
 
-fn draw_live_line(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Rect) {
+fn draw_live_line(buf: &mut Buffer, app: &App, input: &InputState, area: Rect) {
     if area.height == 0 {
         return;
     }
@@ -255,10 +258,10 @@ fn draw_live_line(frame: &mut Frame<'_>, app: &App, input: &InputState, area: Re
     } else {
         Line::default()
     };
-    frame.render_widget(Paragraph::new(line), area);
+    Paragraph::new(line).render(area, buf);
 }
 
-fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
+fn draw_queue(buf: &mut Buffer, app: &App, area: Rect) {
     // Steering first: it is delivered first.
     let ordered = app
         .queue
@@ -280,10 +283,10 @@ fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
             ])
         })
         .collect();
-    frame.render_widget(Paragraph::new(lines), area);
+    Paragraph::new(lines).render(area, buf);
 }
 
-fn draw_editor(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) {
     let color = if app.running {
         Color::Yellow
     } else {
@@ -299,26 +302,23 @@ fn draw_editor(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
         .border_style(Style::new().fg(color))
         .title(Span::styled(title, Style::new().fg(Color::DarkGray)));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
+    block.render(area, buf);
     if inner.is_empty() {
         return;
     }
     let view = app.editor.view(inner.width, inner.height);
-    frame.render_widget(Paragraph::new(view.lines), inner);
+    Paragraph::new(view.lines).render(inner, buf);
     // The cursor is drawn, not the terminal's: inline mode parks that at the live region's top.
     let (x, y) = view.cursor;
     if x < inner.width && y < inner.height {
-        let cell = &mut frame.buffer_mut()[(inner.x + x, inner.y + y)];
+        let cell = &mut buf[(inner.x + x, inner.y + y)];
         cell.set_style(cell.style().add_modifier(Modifier::REVERSED));
     }
 }
 
-fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
+fn draw_status(buf: &mut Buffer, app: &App, area: Rect) {
     let text = app.status.line(usize::from(area.width));
-    frame.render_widget(
-        Paragraph::new(Line::styled(text, Style::new().fg(Color::DarkGray))),
-        area,
-    );
+    Paragraph::new(Line::styled(text, Style::new().fg(Color::DarkGray))).render(area, buf);
 }
 
 /// Most rows a popup shows; the list scrolls to keep the selection visible.
@@ -329,11 +329,12 @@ fn popup_height(popup: &crate::popup::Popup) -> u16 {
     popup.rows().len().min(POPUP_ROWS) as u16 + 2
 }
 
-fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) {
+/// Above the editor, not above `top` (the top of what is drawn).
+fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: u16) {
     let all = popup.rows();
     let first = popup.selected().saturating_sub(POPUP_ROWS - 1);
     let rows: Vec<(String, String)> = all.into_iter().skip(first).take(POPUP_ROWS).collect();
-    let height = (rows.len() as u16 + 2).min(editor.y.saturating_sub(frame.area().y));
+    let height = (rows.len() as u16 + 2).min(editor.y.saturating_sub(top));
     if height < 3 {
         return;
     }
@@ -361,13 +362,12 @@ fn draw_popup(frame: &mut Frame<'_>, popup: &crate::popup::Popup, editor: Rect) 
             ])
         })
         .collect();
-    frame.render_widget(Clear, area);
-    frame.render_widget(
-        Paragraph::new(lines).block(
+    Clear.render(area, buf);
+    Paragraph::new(lines)
+        .block(
             Block::bordered()
                 .border_type(BorderType::Rounded)
                 .border_style(Style::new().fg(Color::Cyan)),
-        ),
-        area,
-    );
+        )
+        .render(area, buf);
 }

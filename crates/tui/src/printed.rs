@@ -1,0 +1,290 @@
+//! Which rows of the transcript inline mode has put into the terminal for good, and which still
+//! wait in the live region. The cells up to `app.printed` (and the first `app.printed_rows`
+//! rows of that cell) are in the conversation above the live region; the rest is pending.
+//!
+//! The order is the one printing follows: each cell's rows, then a blank row after a finished
+//! cell that showed anything. A cell's rows are final once the cell is done, or, while it
+//! streams, up to its stable rows; a finished cell waits for an unfinished one before it.
+
+use ratatui::text::Line;
+
+use crate::app::App;
+use crate::cells::View;
+
+/// The rows not in the conversation yet, top to bottom; the first `finished` of them are final.
+pub struct Pending {
+    pub rows: Vec<Line<'static>>,
+    pub finished: usize,
+}
+
+pub fn pending(app: &mut App, view: View) -> Pending {
+    let mut rows = Vec::new();
+    let mut finished = 0;
+    // Past the first unfinished cell nothing is final; its cells are set apart by blank rows.
+    let mut open = false;
+    let mut above_shows = false;
+    for index in app.printed..app.cells.len() {
+        let from = if index == app.printed {
+            app.printed_rows
+        } else {
+            0
+        };
+        let cell = &mut app.cells[index];
+        let done = cell.is_done();
+        let cell_rows = cell.rows(view);
+        if open {
+            if !cell_rows.is_empty() {
+                if above_shows {
+                    rows.push(Line::default());
+                }
+                rows.extend(cell_rows.iter().cloned());
+                above_shows = true;
+            }
+            continue;
+        }
+        let upto = if done {
+            cell_rows.len()
+        } else {
+            cell_rows.stable.len()
+        };
+        rows.extend(
+            cell_rows
+                .from(from)
+                .take(upto.saturating_sub(from))
+                .cloned(),
+        );
+        if done {
+            if !cell_rows.is_empty() {
+                rows.push(Line::default());
+            }
+            finished = rows.len();
+        } else {
+            finished = rows.len();
+            rows.extend(cell_rows.from(upto.max(from)).cloned());
+            open = true;
+            above_shows = !cell_rows.is_empty();
+        }
+    }
+    Pending { rows, finished }
+}
+
+/// The first `count` pending rows are in the conversation now (printed, or left where the live
+/// region showed them). They must be final ones.
+pub fn commit(app: &mut App, view: View, mut count: usize) {
+    while app.printed < app.cells.len() {
+        let cell = &mut app.cells[app.printed];
+        let done = cell.is_done();
+        let rows = cell.rows(view);
+        let upto = if done { rows.len() } else { rows.stable.len() };
+        let taken = upto.saturating_sub(app.printed_rows).min(count);
+        app.printed_rows += taken;
+        count -= taken;
+        if !done || app.printed_rows < upto {
+            break;
+        }
+        // The blank row after it.
+        if app.printed_rows > 0 {
+            if count == 0 {
+                break;
+            }
+            count -= 1;
+        }
+        app.printed += 1;
+        app.printed_rows = 0;
+    }
+    debug_assert_eq!(count, 0, "only final rows are committed");
+}
+
+/// The rows that became final since the last call, in order, counted as printed.
+pub fn take_finished(app: &mut App, view: View) -> Vec<Line<'static>> {
+    let Pending { mut rows, finished } = pending(app, view);
+    rows.truncate(finished);
+    commit(app, view, finished);
+    rows
+}
+
+/// The last `max` rows of what is printed already, laid out at `view` (after a resize). The
+/// cell being printed counts as printed up to its finished rows at the new width.
+pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>> {
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    if let Some(cell) = app.cells.get_mut(app.printed) {
+        let stable = cell.rows(view).stable;
+        app.printed_rows = stable.len();
+        rows.extend(stable.iter().rev().take(max).cloned());
+    }
+    for index in (0..app.printed.min(app.cells.len())).rev() {
+        if rows.len() >= max {
+            break;
+        }
+        let cell = app.cells[index].rows(view);
+        if !cell.is_empty() {
+            rows.push(Line::default());
+        }
+        for line in cell.iter().rev() {
+            if rows.len() >= max {
+                break;
+            }
+            rows.push(line.clone());
+        }
+    }
+    rows.reverse();
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::{AgentEvent, AgentMessage};
+    use llm::{AssistantMessage, StreamEvent, ToolResultMessage, UserContent};
+
+    fn plain(lines: &[Line<'static>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.to_string().trim_end().to_string())
+            .collect()
+    }
+
+    fn delta(app: &mut App, index: usize, text: &str) {
+        app.on_event(&AgentEvent::MessageUpdate {
+            event: StreamEvent::TextDelta {
+                index,
+                delta: text.into(),
+            },
+        });
+    }
+
+    fn result(id: &str) -> AgentEvent {
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.into(),
+            tool_name: "bash".into(),
+            result: ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                content: vec![UserContent::Text {
+                    text: format!("output of {id}"),
+                }],
+                details: None,
+                is_error: false,
+                timestamp: 0,
+            },
+            outcome: agent_core::ToolOutcome::Ok,
+        }
+    }
+
+    fn waiting(app: &mut App, view: View) -> Vec<String> {
+        let Pending { rows, finished } = pending(app, view);
+        plain(&rows[finished..])
+    }
+
+    #[test]
+    fn only_what_is_final_is_printed_and_in_order() {
+        let mut app = App::new(crate::status::Status::default());
+        let view = app.view(60);
+        app.on_event(&AgentEvent::MessageEnd {
+            message: AgentMessage::user("hi"),
+        });
+        app.on_event(&AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+        });
+        delta(&mut app, 0, "First paragraph.\n\nSecond is stre");
+        assert_eq!(
+            plain(&take_finished(&mut app, view)),
+            ["› hi", "", "First paragraph."]
+        );
+        assert_eq!(waiting(&mut app, view), ["", "Second is stre"]);
+        delta(&mut app, 0, "aming.\n\n");
+        assert_eq!(
+            plain(&take_finished(&mut app, view)),
+            ["", "Second is streaming."]
+        );
+        assert!(take_finished(&mut app, view).is_empty(), "printed once");
+
+        // The answer ends; two tools: the second finishes first, and waits for the first.
+        app.cells[1].finish();
+        assert!(take_finished(&mut app, view).is_empty() || app.printed == 2);
+        for id in ["a", "b"] {
+            app.on_event(&AgentEvent::ToolExecutionStart {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                arguments: serde_json::json!({"command": format!("run {id}")}),
+            });
+        }
+        app.on_event(&result("b"));
+        let cells = app.cells.len();
+        assert!(take_finished(&mut app, view).is_empty(), "b waits for a");
+        assert_eq!(app.printed, cells - 2);
+        assert!(!waiting(&mut app, view).is_empty());
+        app.on_event(&result("a"));
+        assert!(!take_finished(&mut app, view).is_empty());
+        assert_eq!(app.printed, cells, "both printed once a is done");
+    }
+
+    /// Committing the pending rows a few at a time (as frames leave them where the live region
+    /// showed them) puts the same rows into the conversation as printing them all at once.
+    #[test]
+    fn committing_in_steps_equals_printing() {
+        let script = |app: &mut App, step: usize| match step {
+            0 => {
+                app.on_event(&AgentEvent::MessageEnd {
+                    message: AgentMessage::user("hi"),
+                });
+            }
+            1 => {
+                app.on_event(&AgentEvent::MessageStart {
+                    message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+                });
+            }
+            2 => delta(app, 0, "One.\n\nTwo two two.\n\n```rust\nfn a() {}\n"),
+            3 => delta(app, 0, "fn b() {}\n```\n\nThree.\n\n- a\n- b\n\n"),
+            _ => app.cells[1].finish(),
+        };
+        let view = View {
+            width: 40,
+            expand_tools: false,
+            show_thinking: false,
+        };
+        let mut whole = App::new(crate::status::Status::default());
+        let mut printed_whole = Vec::new();
+        let mut steps = App::new(crate::status::Status::default());
+        let mut committed = Vec::new();
+        for step in 0..5 {
+            script(&mut whole, step);
+            printed_whole.extend(take_finished(&mut whole, view));
+            script(&mut steps, step);
+            // A row at a time, as if each frame had room for one more.
+            loop {
+                let Pending { rows, finished } = pending(&mut steps, view);
+                if finished == 0 {
+                    break;
+                }
+                committed.push(rows[0].clone());
+                commit(&mut steps, view, 1);
+            }
+        }
+        assert_eq!(plain(&committed), plain(&printed_whole));
+        assert_eq!(steps.printed, whole.printed);
+        assert_eq!(steps.printed_rows, whole.printed_rows);
+        assert!(plain(&printed_whole).contains(&"Three.".to_string()));
+    }
+
+    #[test]
+    fn a_tall_table_waits_for_its_end() {
+        let mut app = App::new(crate::status::Status::default());
+        app.on_event(&AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+        });
+        let table: String = (1..=50).map(|i| format!("| {i} | x |\n")).collect();
+        delta(&mut app, 0, &format!("| n | v |\n|---|---|\n{table}"));
+        let view = app.view(40);
+        assert!(
+            take_finished(&mut app, view).is_empty(),
+            "a table waits for its end"
+        );
+        let rows = waiting(&mut app, view);
+        assert!(rows.len() > 50, "all of it waits: {rows:?}");
+        assert!(
+            rows.iter().rev().take(3).any(|l| l.contains("50")),
+            "{rows:?}"
+        );
+    }
+}
