@@ -97,6 +97,72 @@ fn the_conversation_is_in_the_scrollback_after_exit() {
     assert!(!parser.screen().hide_cursor(), "cursor visible again");
 }
 
+/// Rows of the terminal (scrollback, then screen) with `marker` in them whose cells after the
+/// text hold written spaces: copied from the terminal, such a row brings a tail of blanks.
+fn rows_with_written_blanks(session: &Session, marker: &str) -> Vec<String> {
+    let mut parser = session.screen.lock().unwrap();
+    let (rows, cols) = parser.screen().size();
+    let kept = parser.screen().scrollback_len();
+    let mut padded = Vec::new();
+    let mut check = |screen: &vt100::Screen, row: u16| {
+        let text = screen
+            .rows(0, cols.get())
+            .nth(usize::from(row))
+            .unwrap_or_default();
+        if !text.contains(marker) {
+            return;
+        }
+        let shows = |col: u16| {
+            screen
+                .cell(row, col)
+                .is_some_and(|c| !c.contents().trim().is_empty())
+        };
+        let end = (0..cols.get())
+            .rev()
+            .find(|&col| shows(col))
+            .map_or(0, |c| c + 1);
+        let written = |col: u16| screen.cell(row, col).is_some_and(|c| c.has_contents());
+        if (end..cols.get()).any(written) {
+            padded.push(text);
+        }
+    };
+    for offset in (1..=kept).rev() {
+        parser.screen_mut().set_scrollback(offset);
+        check(parser.screen(), 0);
+    }
+    parser.screen_mut().set_scrollback(0);
+    for row in 0..rows.get() {
+        check(parser.screen(), row);
+    }
+    padded
+}
+
+/// The live region's rows that end up in the conversation were drawn over the editor's box and
+/// the status line as the region moved down: what was there is erased, not overwritten with
+/// spaces.
+#[test]
+fn rows_left_in_the_conversation_have_no_trailing_blanks() {
+    let rt = runtime();
+    let (answer, names) = paragraphs(40);
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text(answer).with_chunk_size(7).with_delay_ms(1)],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("tell me a story");
+    session.send("\r");
+    session.wait_for("The end of the answer.");
+    session.wait_for("Type a message");
+    let history = session.history();
+    let mut wanted = vec!["› tell me a story".to_string()];
+    wanted.extend(names);
+    once_in_order(&history, &wanted);
+    let padded = rows_with_written_blanks(&session, "Paragraph");
+    assert!(padded.is_empty(), "rows with written blanks: {padded:#?}");
+}
+
 #[test]
 fn a_long_code_block_streams_with_the_editor_always_on_screen() {
     let rt = runtime();
