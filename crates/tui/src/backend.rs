@@ -4,22 +4,27 @@
 //! `/dev/tty` and asking the kernel: three system calls, about 4% of the CPU of a streamed reply.
 //! The size only changes with a resize event, which sets it here.
 
-use std::io::{BufWriter, Stdout, Write};
+use std::io::{BufWriter, Write};
 
 use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
 use ratatui::buffer::Cell;
 use ratatui::layout::{Position, Size};
 
 pub struct Out {
-    inner: CrosstermBackend<BufWriter<Stdout>>,
+    inner: CrosstermBackend<BufWriter<Box<dyn Write + Send>>>,
     size: Size,
 }
 
 impl Out {
     /// Writes to stdout; the screen is `size` now.
     pub fn new(size: Size) -> Self {
+        Self::to(Box::new(std::io::stdout()), size)
+    }
+
+    /// Writes to `writer` (a terminal emulator, in tests).
+    pub fn to(writer: Box<dyn Write + Send>, size: Size) -> Self {
         Self {
-            inner: CrosstermBackend::new(BufWriter::with_capacity(1 << 16, std::io::stdout())),
+            inner: CrosstermBackend::new(BufWriter::with_capacity(1 << 16, writer)),
             size,
         }
     }

@@ -53,14 +53,18 @@ pub struct Inline {
 impl Inline {
     pub fn new() -> std::io::Result<Self> {
         let (width, height) = crossterm::terminal::size()?;
-        let mut out = std::io::stdout();
+        Self::to(Out::new(Size::new(width, height)), width, height)
+    }
+
+    /// Drawing through `out`, on a screen of `width` × `height`.
+    fn to(mut out: Out, width: u16, height: u16) -> std::io::Result<Self> {
         // Where the cursor is is unknown (asking costs a round trip that not every terminal
         // answers): scroll what the screen shows up into the scrollback and start at the top.
         write!(out, "\r{}", "\n".repeat(usize::from(height)))?;
-        out.flush()?;
+        Write::flush(&mut out)?;
         let screen = Rect::new(0, 0, width, height);
         Ok(Self {
-            out: Out::new(Size::new(width, height)),
+            out,
             width,
             height,
             content: 0,
@@ -354,4 +358,240 @@ impl Inline {
 /// is the editor's cursor).
 fn blank(cell: &Cell) -> bool {
     cell.symbol() == " " && cell.bg == Color::Reset && cell.modifier.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use agent_core::{AgentEvent, AgentMessage};
+    use llm::{AssistantContent, AssistantMessage, StreamEvent};
+
+    use super::*;
+    use crate::status::Status;
+
+    /// What the program wrote, for a terminal emulator to read.
+    #[derive(Clone, Default)]
+    struct Wire(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Wire {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Rig {
+        wire: Wire,
+        terminal: vt100::Parser,
+        inline: Inline,
+        app: App,
+        input: InputState,
+    }
+
+    impl Rig {
+        fn new(width: u16, height: u16) -> Self {
+            let wire = Wire::default();
+            let out = Out::to(Box::new(wire.clone()), Size::new(width, height));
+            let mut app = App::new(Status::default());
+            app.inline = true;
+            Self {
+                terminal: vt100::Parser::new(
+                    height.try_into().unwrap(),
+                    width.try_into().unwrap(),
+                    100_000,
+                ),
+                inline: Inline::to(out, width, height).unwrap(),
+                wire,
+                app,
+                input: InputState::default(),
+            }
+        }
+
+        /// The terminal reads what was written.
+        fn feed(&mut self) {
+            let bytes = std::mem::take(&mut *self.wire.0.lock().unwrap());
+            self.terminal.process(&bytes);
+        }
+
+        fn frame(&mut self) {
+            self.inline.frame(&mut self.app, &mut self.input).unwrap();
+            self.feed();
+            self.same_as_the_terminal();
+        }
+
+        /// The oracle: every row under the conversation is what `shown` says it is.
+        fn same_as_the_terminal(&self) {
+            let screen = self.terminal.screen();
+            let width = self.inline.width;
+            let shown = &self.inline.shown;
+            assert_eq!(shown.area, self.inline.live_area());
+            let terminal_rows: Vec<String> = screen.rows(0, width).collect();
+            for y in self.inline.content..self.inline.height {
+                let mut text = String::new();
+                let mut x = 0;
+                while x < width {
+                    let symbol = shown[(x, y)].symbol();
+                    text.push_str(symbol);
+                    x += symbol.width().max(1) as u16;
+                }
+                assert_eq!(
+                    terminal_rows[usize::from(y)].trim_end(),
+                    text.trim_end(),
+                    "row {y} differs from what the live region thinks it shows:\n{}",
+                    screen.contents()
+                );
+            }
+        }
+
+        /// Every row the terminal holds, scrollback first, trailing blanks and the blank rows
+        /// at either end left out.
+        fn history(&mut self) -> Vec<String> {
+            let (rows, cols) = self.terminal.screen().size();
+            let (rows, cols) = (rows.get(), cols.get());
+            let kept = self.terminal.screen().scrollback_len();
+            let mut lines = Vec::new();
+            for offset in (1..=kept).rev() {
+                self.terminal.screen_mut().set_scrollback(offset);
+                let top = self
+                    .terminal
+                    .screen()
+                    .rows(0, cols)
+                    .next()
+                    .unwrap_or_default();
+                lines.push(top.trim_end().to_string());
+            }
+            self.terminal.screen_mut().set_scrollback(0);
+            let screen = self.terminal.screen();
+            lines.extend(
+                screen
+                    .rows(0, cols)
+                    .take(usize::from(rows))
+                    .map(|r| r.trim_end().to_string()),
+            );
+            let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(0);
+            let last = lines
+                .iter()
+                .rposition(|l| !l.is_empty())
+                .map_or(0, |i| i + 1);
+            lines[first..last].to_vec()
+        }
+    }
+
+    fn answer() -> String {
+        let mut text = String::new();
+        for i in 1..=12 {
+            text.push_str(&format!(
+                "Paragraph {i} explains a step with **bold** words and `code`, long enough to wrap.\n\n"
+            ));
+            if i % 4 == 0 {
+                text.push_str("```rust\nfn step() -> u32 {\n    1 + 2\n}\n```\n\n- one\n- two\n\n");
+            }
+        }
+        text + "The end."
+    }
+
+    /// A conversation's events: a prompt, then the answer in deltas of `chunk` characters.
+    fn events(chunk: usize) -> Vec<AgentEvent> {
+        let text = answer();
+        let mut events = vec![
+            AgentEvent::AgentStart,
+            AgentEvent::MessageEnd {
+                message: AgentMessage::user("tell me"),
+            },
+            AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+            },
+        ];
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(chunk) {
+            events.push(AgentEvent::MessageUpdate {
+                event: StreamEvent::TextDelta {
+                    index: 0,
+                    delta: piece.iter().collect(),
+                },
+            });
+        }
+        let mut message = AssistantMessage::empty("m", "p");
+        message.content = vec![AssistantContent::Text { text }];
+        events.push(AgentEvent::MessageEnd {
+            message: AgentMessage::Assistant(message),
+        });
+        events
+    }
+
+    /// The conversation as printing it all at once puts it in the terminal.
+    fn printed_at_once(width: u16) -> Vec<String> {
+        let mut app = App::new(Status::default());
+        for event in events(50) {
+            app.on_event(&event);
+        }
+        for cell in &mut app.cells {
+            cell.finish();
+        }
+        let view = app.view(width);
+        let lines = printed::take_finished(&mut app, view);
+        let mut rows: Vec<String> = lines
+            .iter()
+            .map(|l| l.to_string().trim_end().to_string())
+            .collect();
+        while rows.last().is_some_and(|l| l.is_empty()) {
+            rows.pop();
+        }
+        rows
+    }
+
+    /// Streamed in small deltas with a frame every few of them, the live region keeps its copy
+    /// of the screen exact through every scroll and every row it leaves behind, and the
+    /// terminal ends up holding the same conversation as printing it at once.
+    #[test]
+    fn the_screen_holds_what_printing_at_once_would() {
+        for (chunk, every) in [(3, 1), (7, 3), (40, 1), (400, 2)] {
+            let mut rig = Rig::new(60, 14);
+            rig.frame();
+            for (i, event) in events(chunk).iter().enumerate() {
+                rig.app.on_event(event);
+                if i % every == 0 {
+                    rig.frame();
+                }
+            }
+            rig.frame();
+            // What the UI does on the way out.
+            for cell in &mut rig.app.cells {
+                cell.finish();
+            }
+            rig.app.editor.set_text("");
+            rig.inline.print_finished(&mut rig.app).unwrap();
+            rig.frame();
+            rig.inline.finish(&mut rig.app).unwrap();
+            rig.feed();
+            assert_eq!(
+                rig.history(),
+                printed_at_once(60),
+                "deltas of {chunk}, a frame every {every}"
+            );
+        }
+    }
+
+    /// Through resizes mid-stream, the copy of the screen stays exact.
+    #[test]
+    fn resizing_keeps_the_copy_of_the_screen_exact() {
+        let mut rig = Rig::new(60, 14);
+        for (i, event) in events(9).iter().enumerate() {
+            rig.app.on_event(event);
+            if i % 25 == 10 {
+                let (width, height) = if i % 50 == 10 { (45, 12) } else { (70, 18) };
+                rig.terminal
+                    .screen_mut()
+                    .set_size(height.try_into().unwrap(), width.try_into().unwrap());
+                rig.inline.resize(&mut rig.app, width, height).unwrap();
+                rig.feed();
+            }
+            rig.frame();
+        }
+    }
 }
