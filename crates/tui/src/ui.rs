@@ -169,8 +169,11 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View)
         app.transcript_total = 0;
     }
 
+    // Filled from the bottom up, each row drawn straight from its cell (short transcripts sit
+    // at the bottom, next to the editor).
     let mut skip = app.scroll;
-    let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
+    let mut row = area.bottom();
+    let buf = frame.buffer_mut();
     'cells: for cell in app.cells.iter_mut().rev() {
         let rows = cell.rows(view);
         let block = rows.len() + 1;
@@ -187,18 +190,13 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View)
             .skip(skip);
         skip = 0;
         for line in lines {
-            if visible.len() == height {
+            if row == area.y {
                 break 'cells;
             }
-            visible.push(line.clone());
+            row -= 1;
+            line.render(Rect::new(area.x, row, area.width, 1), buf);
         }
     }
-    visible.reverse();
-    // Short transcripts sit at the bottom, next to the editor.
-    let pad = height.saturating_sub(visible.len());
-    let mut lines = vec![Line::default(); pad];
-    lines.extend(visible);
-    frame.render_widget(Paragraph::new(lines), area);
     if app.scroll > 0 {
         let hint = format!(" ↓ {} more lines (End) ", app.scroll);
         let width = hint.chars().count() as u16;
