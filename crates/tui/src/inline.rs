@@ -117,8 +117,9 @@ impl Inline {
         std::mem::swap(&mut self.shown, &mut self.next);
         // What is final now sits at the top of the live region exactly as printing it would
         // have put it: it stays there, as part of the conversation, and the region starts under
-        // it from the next frame on.
-        if skip == 0 && pad == 0 && finished > 0 {
+        // it from the next frame on. Not while a popup is open: it is drawn over the rows above
+        // the editor, and would stay in the conversation with them.
+        if skip == 0 && pad == 0 && finished > 0 && input.popup.is_none() {
             printed::commit(app, view, finished);
             self.advance(finished as u16);
         }
@@ -184,6 +185,7 @@ impl Inline {
         if let Some(term) = &mut self.overlay {
             // The normal screen is laid out again when the overlay closes.
             self.resized = true;
+            self.content = self.content.min(height);
             term.backend_mut().set_size(width, height);
             return term.resize(Rect::new(0, 0, width, height));
         }
@@ -256,11 +258,8 @@ impl Inline {
     }
 
     /// Leaves the cursor under the conversation, the live region gone, for what the shell
-    /// prints next.
-    pub fn finish(&mut self, app: &mut App) -> std::io::Result<()> {
-        if self.overlay.is_some() {
-            self.close_overlay(app)?;
-        }
+    /// prints next (the overlay is closed).
+    pub fn finish(&mut self) -> std::io::Result<()> {
         self.clear_live()?;
         if self.content >= self.height {
             self.scroll(1)?;
@@ -567,7 +566,7 @@ mod tests {
             rig.app.editor.set_text("");
             rig.inline.print_finished(&mut rig.app).unwrap();
             rig.frame();
-            rig.inline.finish(&mut rig.app).unwrap();
+            rig.inline.finish().unwrap();
             rig.feed();
             assert_eq!(
                 rig.history(),
@@ -575,6 +574,52 @@ mod tests {
                 "deltas of {chunk}, a frame every {every}"
             );
         }
+    }
+
+    /// The bottom of the live region changing mid-stream — a popup over the editor (room kept
+    /// above it), a queued message, a prompt of several lines being typed — keeps the copy of
+    /// the screen exact, and the conversation whole.
+    #[test]
+    fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
+        let mut rig = Rig::new(60, 16);
+        for (i, event) in events(11).iter().enumerate() {
+            rig.app.on_event(event);
+            match i % 60 {
+                5 => {
+                    rig.input.popup = Some(crate::popup::Popup::Choice {
+                        kind: crate::app::ChoiceKind::Session,
+                        items: (1..=8)
+                            .map(|n| (format!("choice {n}"), String::new()))
+                            .collect(),
+                        selected: 0,
+                    })
+                }
+                20 => rig.input.popup = None,
+                25 => rig.app.queue.push(crate::app::QueuedView {
+                    id: i as u64,
+                    kind: agent_core::QueueKind::FollowUp,
+                    text: "and then this".into(),
+                }),
+                35 => rig.app.editor.set_text("a prompt\nof three\nlines"),
+                45 => {
+                    rig.app.queue.clear();
+                    rig.app.editor.set_text("");
+                }
+                _ => {}
+            }
+            rig.frame();
+        }
+        for cell in &mut rig.app.cells {
+            cell.finish();
+        }
+        rig.input.popup = None;
+        rig.app.queue.clear();
+        rig.app.editor.set_text("");
+        rig.inline.print_finished(&mut rig.app).unwrap();
+        rig.frame();
+        rig.inline.finish().unwrap();
+        rig.feed();
+        assert_eq!(rig.history(), printed_at_once(60));
     }
 
     /// Through resizes mid-stream, the copy of the screen stays exact.

@@ -291,9 +291,12 @@ fn display_final(
     for cell in &mut app.cells {
         cell.finish();
     }
+    if inline.overlay_open() {
+        inline.close_overlay(app)?;
+    }
     inline.print_finished(app)?;
     inline.frame(app, input)?;
-    inline.finish(app)
+    inline.finish()
 }
 
 /// A key while the transcript overlay is open: scrolls it, or says it closes it (Esc, q,
