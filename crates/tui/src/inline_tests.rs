@@ -1,0 +1,391 @@
+//! Inline mode against a terminal emulator: what it writes is read by vt100, in-process.
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::{AgentEvent, AgentMessage};
+use llm::{AssistantContent, AssistantMessage, StreamEvent};
+
+use super::*;
+use crate::status::Status;
+
+/// What the program wrote, for a terminal emulator to read.
+#[derive(Clone, Default)]
+struct Wire(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Wire {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct Rig {
+    wire: Wire,
+    terminal: vt100::Parser,
+    inline: Inline,
+    app: App,
+    input: InputState,
+}
+
+impl Rig {
+    fn new(width: u16, height: u16) -> Self {
+        let wire = Wire::default();
+        let out = Out::to(Box::new(wire.clone()), Size::new(width, height));
+        let mut app = App::new(Status::default());
+        app.inline = true;
+        Self {
+            terminal: vt100::Parser::new(
+                height.try_into().unwrap(),
+                width.try_into().unwrap(),
+                100_000,
+            ),
+            inline: Inline::to(out, width, height).unwrap(),
+            wire,
+            app,
+            input: InputState::default(),
+        }
+    }
+
+    /// The terminal reads what was written.
+    fn feed(&mut self) {
+        let bytes = std::mem::take(&mut *self.wire.0.lock().unwrap());
+        self.terminal.process(&bytes);
+    }
+
+    fn frame(&mut self) {
+        self.inline.frame(&mut self.app, &mut self.input).unwrap();
+        self.feed();
+        self.same_as_the_terminal();
+    }
+
+    /// The oracle: every row under the conversation is what `shown` says it is.
+    fn same_as_the_terminal(&self) {
+        let screen = self.terminal.screen();
+        let width = self.inline.width;
+        let shown = &self.inline.shown;
+        assert_eq!(shown.area, self.inline.live_area());
+        let terminal_rows: Vec<String> = screen.rows(0, width).collect();
+        for y in self.inline.content..self.inline.height {
+            let mut text = String::new();
+            let mut x = 0;
+            while x < width {
+                let symbol = shown[(x, y)].symbol();
+                text.push_str(symbol);
+                x += symbol.width().max(1) as u16;
+            }
+            assert_eq!(
+                terminal_rows[usize::from(y)].trim_end(),
+                text.trim_end(),
+                "row {y} differs from what the live region thinks it shows:\n{}",
+                screen.contents()
+            );
+        }
+    }
+
+    /// Every row the terminal holds, scrollback first, trailing blanks and the blank rows
+    /// at either end left out.
+    fn history(&mut self) -> Vec<String> {
+        let (rows, cols) = self.terminal.screen().size();
+        let (rows, cols) = (rows.get(), cols.get());
+        let kept = self.terminal.screen().scrollback_len();
+        let mut lines = Vec::new();
+        for offset in (1..=kept).rev() {
+            self.terminal.screen_mut().set_scrollback(offset);
+            let top = self
+                .terminal
+                .screen()
+                .rows(0, cols)
+                .next()
+                .unwrap_or_default();
+            lines.push(top.trim_end().to_string());
+        }
+        self.terminal.screen_mut().set_scrollback(0);
+        let screen = self.terminal.screen();
+        lines.extend(
+            screen
+                .rows(0, cols)
+                .take(usize::from(rows))
+                .map(|r| r.trim_end().to_string()),
+        );
+        let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(0);
+        let last = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        lines[first..last].to_vec()
+    }
+}
+
+fn answer() -> String {
+    let mut text = String::new();
+    for i in 1..=12 {
+        text.push_str(&format!(
+            "Paragraph {i} explains a step with **bold** words and `code`, long enough to wrap.\n\n"
+        ));
+        if i % 4 == 0 {
+            text.push_str("```rust\nfn step() -> u32 {\n    1 + 2\n}\n```\n\n- one\n- two\n\n");
+        }
+    }
+    text + "The end."
+}
+
+/// A conversation's events: a prompt, then the answer in deltas of `chunk` characters.
+fn events(chunk: usize) -> Vec<AgentEvent> {
+    let text = answer();
+    let mut events = vec![
+        AgentEvent::AgentStart,
+        AgentEvent::MessageEnd {
+            message: AgentMessage::user("tell me"),
+        },
+        AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+        },
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(chunk) {
+        events.push(AgentEvent::MessageUpdate {
+            event: StreamEvent::TextDelta {
+                index: 0,
+                delta: piece.iter().collect(),
+            },
+        });
+    }
+    let mut message = AssistantMessage::empty("m", "p");
+    message.content = vec![AssistantContent::Text { text }];
+    events.push(AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(message),
+    });
+    events
+}
+
+/// The conversation as printing it all at once puts it in the terminal.
+fn printed_at_once(width: u16) -> Vec<String> {
+    let mut app = App::new(Status::default());
+    for event in events(50) {
+        app.on_event(&event);
+    }
+    for cell in &mut app.cells {
+        cell.finish();
+    }
+    let view = app.view(width);
+    let lines = printed::take_finished(&mut app, view);
+    let mut rows: Vec<String> = lines
+        .iter()
+        .map(|l| l.to_string().trim_end().to_string())
+        .collect();
+    while rows.last().is_some_and(|l| l.is_empty()) {
+        rows.pop();
+    }
+    rows
+}
+
+/// Streamed in small deltas with a frame every few of them, the live region keeps its copy
+/// of the screen exact through every scroll and every row it leaves behind, and the
+/// terminal ends up holding the same conversation as printing it at once.
+#[test]
+fn the_screen_holds_what_printing_at_once_would() {
+    for (chunk, every) in [(3, 1), (7, 3), (40, 1), (400, 2)] {
+        let mut rig = Rig::new(60, 14);
+        rig.frame();
+        for (i, event) in events(chunk).iter().enumerate() {
+            rig.app.on_event(event);
+            if i % every == 0 {
+                rig.frame();
+            }
+        }
+        rig.frame();
+        // What the UI does on the way out.
+        for cell in &mut rig.app.cells {
+            cell.finish();
+        }
+        rig.app.editor.set_text("");
+        rig.inline.print_finished(&mut rig.app).unwrap();
+        rig.frame();
+        rig.inline.finish().unwrap();
+        rig.feed();
+        assert_eq!(
+            rig.history(),
+            printed_at_once(60),
+            "deltas of {chunk}, a frame every {every}"
+        );
+    }
+}
+
+/// The bottom of the live region changing mid-stream — a popup over the editor (room kept
+/// above it), a queued message, a prompt of several lines being typed — keeps the copy of
+/// the screen exact, and the conversation whole.
+#[test]
+fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
+    let mut rig = Rig::new(60, 16);
+    for (i, event) in events(11).iter().enumerate() {
+        rig.app.on_event(event);
+        match i % 60 {
+            5 => {
+                rig.input.popup = Some(crate::popup::Popup::Choice {
+                    kind: crate::app::ChoiceKind::Session,
+                    items: (1..=8)
+                        .map(|n| (format!("choice {n}"), String::new()))
+                        .collect(),
+                    selected: 0,
+                })
+            }
+            20 => rig.input.popup = None,
+            25 => rig.app.queue.push(crate::app::QueuedView {
+                id: i as u64,
+                kind: agent_core::QueueKind::FollowUp,
+                text: "and then this".into(),
+            }),
+            35 => rig.app.editor.set_text("a prompt\nof three\nlines"),
+            45 => {
+                rig.app.queue.clear();
+                rig.app.editor.set_text("");
+            }
+            _ => {}
+        }
+        rig.frame();
+    }
+    for cell in &mut rig.app.cells {
+        cell.finish();
+    }
+    rig.input.popup = None;
+    rig.app.queue.clear();
+    rig.app.editor.set_text("");
+    rig.inline.print_finished(&mut rig.app).unwrap();
+    rig.frame();
+    rig.inline.finish().unwrap();
+    rig.feed();
+    assert_eq!(rig.history(), printed_at_once(60));
+}
+
+/// A turn with tools: two calls run side by side, stream output, one asks for approval
+/// (the question takes rows at the bottom), they finish out of order, and a second answer
+/// streams. The copy of the screen stays exact and the conversation ends up whole, in order.
+#[test]
+fn tools_and_a_question_keep_the_copy_of_the_screen_exact() {
+    use agent_core::{ApprovalDecision, ApprovalRequest, ToolOutcome, ToolOutput};
+    use llm::{ToolResultMessage, UserContent};
+    let start = |id: &str| AgentEvent::ToolExecutionStart {
+        tool_call_id: id.into(),
+        tool_name: "bash".into(),
+        arguments: serde_json::json!({"command": format!("run {id}")}),
+    };
+    let update = |id: &str, lines: usize| AgentEvent::ToolExecutionUpdate {
+        tool_call_id: id.into(),
+        tool_name: "bash".into(),
+        partial: ToolOutput::text(
+            (1..=lines)
+                .map(|n| format!("{id} line {n}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    };
+    let end = |id: &str| AgentEvent::ToolExecutionEnd {
+        tool_call_id: id.into(),
+        tool_name: "bash".into(),
+        result: ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "bash".into(),
+            content: vec![UserContent::Text {
+                text: (1..=8).map(|n| format!("{id} line {n}\n")).collect(),
+            }],
+            details: None,
+            is_error: false,
+            timestamp: 0,
+        },
+        outcome: ToolOutcome::Ok,
+    };
+    let question = AgentEvent::ApprovalRequested {
+        request: ApprovalRequest {
+            id: 1,
+            tool_call_id: "b".into(),
+            tool_name: "bash".into(),
+            subject: "run b".into(),
+            reason: "runs outside the sandbox".into(),
+            justification: Some("it needs the network".into()),
+            diff: None,
+            rule: None,
+        },
+    };
+    let answered = AgentEvent::ApprovalDecided {
+        id: 1,
+        decision: ApprovalDecision::Approve,
+    };
+    let mut script = events(13);
+    script.pop(); // the answer's end comes with the tools
+    let mut first = AssistantMessage::empty("m", "p");
+    first.content = vec![AssistantContent::Text { text: answer() }];
+    script.push(AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(first),
+    });
+    script.extend([start("a"), start("b"), update("a", 3), question.clone()]);
+    script.extend([update("a", 6), answered.clone(), update("b", 2), end("b")]);
+    script.extend([update("a", 8), end("a")]);
+    script.extend(events(17).into_iter().skip(2));
+    let shown = |rig: &mut Rig, script: &[AgentEvent], every: usize| {
+        for (i, event) in script.iter().enumerate() {
+            rig.app.on_event(event);
+            if i % every == 0 {
+                rig.frame();
+            }
+        }
+        rig.frame();
+        for cell in &mut rig.app.cells {
+            cell.finish();
+        }
+        rig.inline.print_finished(&mut rig.app).unwrap();
+        rig.frame();
+        rig.inline.finish().unwrap();
+        rig.feed();
+        rig.history()
+    };
+    // Printed at once: every event applied, then the whole conversation.
+    let mut whole = App::new(Status::default());
+    for event in &script {
+        whole.on_event(event);
+    }
+    for cell in &mut whole.cells {
+        cell.finish();
+    }
+    let view = whole.view(60);
+    let mut expected: Vec<String> = printed::take_finished(&mut whole, view)
+        .iter()
+        .map(|l| l.to_string().trim_end().to_string())
+        .collect();
+    while expected.last().is_some_and(|l| l.is_empty()) {
+        expected.pop();
+    }
+    assert!(
+        expected.iter().any(|l| l.contains("run b")),
+        "{expected:#?}"
+    );
+    for every in [1, 4] {
+        let mut rig = Rig::new(60, 18);
+        assert_eq!(
+            shown(&mut rig, &script, every),
+            expected,
+            "a frame every {every}"
+        );
+    }
+}
+
+/// Through resizes mid-stream, the copy of the screen stays exact.
+#[test]
+fn resizing_keeps_the_copy_of_the_screen_exact() {
+    let mut rig = Rig::new(60, 14);
+    for (i, event) in events(9).iter().enumerate() {
+        rig.app.on_event(event);
+        if i % 25 == 10 {
+            let (width, height) = if i % 50 == 10 { (45, 12) } else { (70, 18) };
+            rig.terminal
+                .screen_mut()
+                .set_size(height.try_into().unwrap(), width.try_into().unwrap());
+            rig.inline.resize(&mut rig.app, width, height).unwrap();
+            rig.feed();
+        }
+        rig.frame();
+    }
+}
