@@ -132,7 +132,7 @@ struct Flat {
 
 /// One grapheme cluster: its bytes in [`Flat::text`], its width and whether it is a space a
 /// break may swallow.
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 struct Grapheme {
     start: usize,
     end: usize,
@@ -161,16 +161,12 @@ impl Flat {
     }
 
     fn graphemes(&self) -> Vec<Grapheme> {
-        self.text
-            .grapheme_indices(true)
-            .filter(|(_, g)| !is_newline(g))
-            .map(|(start, g)| Grapheme {
-                start,
-                end: start + g.len(),
-                width: g.width(),
-                space: is_space(g),
-            })
-            .collect()
+        // Printable ASCII (most text) needs no lookup in the segmentation tables.
+        if self.text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            ascii_graphemes(&self.text)
+        } else {
+            graphemes(&self.text)
+        }
     }
 
     fn style_at(&self, byte: usize) -> Style {
@@ -213,6 +209,31 @@ impl Flat {
 }
 
 /// Line-break characters inside a line are breaks the caller did not make; they are not drawn.
+/// The graphemes of `text` but its newlines, as drawn.
+fn graphemes(text: &str) -> Vec<Grapheme> {
+    text.grapheme_indices(true)
+        .filter(|(_, g)| !is_newline(g))
+        .map(|(start, g)| Grapheme {
+            start,
+            end: start + g.len(),
+            width: g.width(),
+            space: is_space(g),
+        })
+        .collect()
+}
+
+/// [`graphemes`] of printable ASCII: a byte each, a column each.
+fn ascii_graphemes(text: &str) -> Vec<Grapheme> {
+    (text.bytes().enumerate())
+        .map(|(start, byte)| Grapheme {
+            start,
+            end: start + 1,
+            width: 1,
+            space: byte == b' ',
+        })
+        .collect()
+}
+
 fn is_newline(g: &str) -> bool {
     matches!(g, "\n" | "\r" | "\r\n" | "\u{85}" | "\u{2028}" | "\u{2029}")
 }

@@ -209,6 +209,11 @@ proptest! {
     }
 
     #[test]
+    fn printable_ascii_is_a_grapheme_a_byte(text in "[ -~]{0,200}") {
+        prop_assert_eq!(ascii_graphemes(&text), graphemes(&text));
+    }
+
+    #[test]
     fn truncation_fits_and_keeps_a_prefix(text in text(), width in 0usize..30) {
         let cut = truncate(&text, width);
         prop_assert!(width_of(&cut) <= width);
