@@ -86,6 +86,32 @@ impl Rig {
         }
     }
 
+    /// Applies `events`, drawing a frame after every `every`-th, and once more at the end.
+    fn stream(&mut self, events: &[AgentEvent], every: usize) {
+        for (i, event) in events.iter().enumerate() {
+            self.app.on_event(event);
+            if i % every == 0 {
+                self.frame();
+            }
+        }
+        self.frame();
+    }
+
+    /// What the UI does on the way out (the editor emptied, the popup gone, every cell
+    /// finished and printed, the live region removed); then everything the terminal holds.
+    fn quit(&mut self) -> Vec<String> {
+        self.app.editor.set_text("");
+        self.input.popup = None;
+        for cell in &mut self.app.cells {
+            cell.finish();
+        }
+        self.inline.print_finished(&mut self.app).unwrap();
+        self.frame();
+        self.inline.finish().unwrap();
+        self.feed();
+        self.history()
+    }
+
     /// Every row the terminal holds, scrollback first, trailing blanks and the blank rows
     /// at either end left out.
     fn history(&mut self) -> Vec<String> {
@@ -163,10 +189,10 @@ fn events(chunk: usize) -> Vec<AgentEvent> {
 }
 
 /// The conversation as printing it all at once puts it in the terminal.
-fn printed_at_once(width: u16) -> Vec<String> {
+fn printed_at_once(events: &[AgentEvent], width: u16) -> Vec<String> {
     let mut app = App::new(Status::default());
-    for event in events(50) {
-        app.on_event(&event);
+    for event in events {
+        app.on_event(event);
     }
     for cell in &mut app.cells {
         cell.finish();
@@ -191,25 +217,11 @@ fn the_screen_holds_what_printing_at_once_would() {
     for (chunk, every) in [(3, 1), (7, 3), (40, 1), (400, 2)] {
         let mut rig = Rig::new(60, 14);
         rig.frame();
-        for (i, event) in events(chunk).iter().enumerate() {
-            rig.app.on_event(event);
-            if i % every == 0 {
-                rig.frame();
-            }
-        }
-        rig.frame();
-        // What the UI does on the way out.
-        for cell in &mut rig.app.cells {
-            cell.finish();
-        }
-        rig.app.editor.set_text("");
-        rig.inline.print_finished(&mut rig.app).unwrap();
-        rig.frame();
-        rig.inline.finish().unwrap();
-        rig.feed();
+        let script = events(chunk);
+        rig.stream(&script, every);
         assert_eq!(
-            rig.history(),
-            printed_at_once(60),
+            rig.quit(),
+            printed_at_once(&script, 60),
             "deltas of {chunk}, a frame every {every}"
         );
     }
@@ -248,17 +260,8 @@ fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
         }
         rig.frame();
     }
-    for cell in &mut rig.app.cells {
-        cell.finish();
-    }
-    rig.input.popup = None;
     rig.app.queue.clear();
-    rig.app.editor.set_text("");
-    rig.inline.print_finished(&mut rig.app).unwrap();
-    rig.frame();
-    rig.inline.finish().unwrap();
-    rig.feed();
-    assert_eq!(rig.history(), printed_at_once(60));
+    assert_eq!(rig.quit(), printed_at_once(&events(11), 60));
 }
 
 /// A turn with tools: two calls run side by side, stream output, one asks for approval
@@ -325,50 +328,15 @@ fn tools_and_a_question_keep_the_copy_of_the_screen_exact() {
     script.extend([update("a", 6), answered.clone(), update("b", 2), end("b")]);
     script.extend([update("a", 8), end("a")]);
     script.extend(events(17).into_iter().skip(2));
-    let shown = |rig: &mut Rig, script: &[AgentEvent], every: usize| {
-        for (i, event) in script.iter().enumerate() {
-            rig.app.on_event(event);
-            if i % every == 0 {
-                rig.frame();
-            }
-        }
-        rig.frame();
-        for cell in &mut rig.app.cells {
-            cell.finish();
-        }
-        rig.inline.print_finished(&mut rig.app).unwrap();
-        rig.frame();
-        rig.inline.finish().unwrap();
-        rig.feed();
-        rig.history()
-    };
-    // Printed at once: every event applied, then the whole conversation.
-    let mut whole = App::new(Status::default());
-    for event in &script {
-        whole.on_event(event);
-    }
-    for cell in &mut whole.cells {
-        cell.finish();
-    }
-    let view = whole.view(60);
-    let mut expected: Vec<String> = printed::take_finished(&mut whole, view)
-        .iter()
-        .map(|l| l.to_string().trim_end().to_string())
-        .collect();
-    while expected.last().is_some_and(|l| l.is_empty()) {
-        expected.pop();
-    }
+    let expected = printed_at_once(&script, 60);
     assert!(
         expected.iter().any(|l| l.contains("run b")),
         "{expected:#?}"
     );
     for every in [1, 4] {
         let mut rig = Rig::new(60, 18);
-        assert_eq!(
-            shown(&mut rig, &script, every),
-            expected,
-            "a frame every {every}"
-        );
+        rig.stream(&script, every);
+        assert_eq!(rig.quit(), expected, "a frame every {every}");
     }
 }
 
