@@ -142,15 +142,7 @@ impl Inline {
         let mut ends: Vec<Option<u16>> = vec![None; usize::from(next.area.height)];
         let mut end_of = |y: u16| -> u16 {
             let row = usize::from(y - top);
-            *ends[row].get_or_insert_with(|| {
-                let cells = &next.content[row * width..][..width];
-                // A wide character ends where its second column does: erasing from that
-                // column would take the character with it.
-                cells
-                    .iter()
-                    .rposition(|c| !blank(c))
-                    .map_or(0, |i| (i + cells[i].symbol().width().max(1)) as u16)
-            })
+            *ends[row].get_or_insert_with(|| text_end(&next.content[row * width..][..width]) as u16)
         };
         let mut erase: Vec<(u16, u16)> = Vec::new();
         let changes: Vec<(u16, u16, &Cell)> = self
@@ -332,11 +324,7 @@ impl Inline {
             line.render(buffer.area, &mut buffer);
             // Trailing blanks are not written, so copying a line from the terminal does not
             // pick up a row of spaces.
-            let used = buffer
-                .content
-                .iter()
-                .rposition(|cell| !blank(cell))
-                .map_or(0, |i| i + 1);
+            let used = text_end(&buffer.content);
             let row = self.content;
             // What differs from a blank row: the cell a wide character covers is left out (the
             // terminal moves past it; written, its blank would push the rest of the row right).
@@ -351,6 +339,14 @@ impl Inline {
         }
         Ok(())
     }
+}
+
+/// The column after the last one of `row` that shows something. A wide character ends where
+/// its second column does: erasing from that column would take the character with it.
+fn text_end(row: &[Cell]) -> usize {
+    row.iter()
+        .rposition(|c| !blank(c))
+        .map_or(0, |i| i + row[i].symbol().width().max(1))
 }
 
 /// A cell that shows nothing: a space without a background or an attribute (a reversed space
