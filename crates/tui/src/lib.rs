@@ -22,6 +22,7 @@ mod runtime;
 pub mod setup_screen;
 pub mod status;
 mod terminal;
+mod terminal_input;
 pub mod ui;
 mod wrap;
 

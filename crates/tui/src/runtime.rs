@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_core::{Agent, AgentError, AgentMessage, OnConflict};
-use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use futures_util::StreamExt;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use llm::{ThinkingLevel, ToolResultMessage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -141,7 +140,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     {
         perform_prompt(&agent, prompt, &ui_tx);
     }
-    let (mut terminal_events, _reader) = terminal_reader();
+    let mut terminal_events = crate::terminal_input::TerminalInput::take();
     list_files(options.cwd.clone(), ui_tx.clone());
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -173,7 +172,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         let holding = app.dirty;
         let mut actions = Vec::new();
         tokio::select! {
-            event = terminal_events.recv() => {
+            event = terminal_events.next() => {
                 typed = true;
                 match event {
                     Some(Ok(Event::Key(key))) => match display.overlay() {
@@ -256,7 +255,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         _ = async {
             loop {
                 tokio::select! {
-                    event = terminal_events.recv() => match event {
+                    event = terminal_events.next() => match event {
                         Some(Ok(Event::Key(key))) if input::is_interrupt(&key) => return,
                         Some(Ok(_)) => {}
                         Some(Err(_)) | None => return,
@@ -316,30 +315,6 @@ fn overlay_key(app: &mut App, input: &InputState, key: KeyEvent) -> bool {
         }
     }
     false
-}
-
-/// Terminal input on its own task: crossterm's stream takes a contended lock each time it is
-/// polled, and the UI loop wakes for every streamed delta, so polling it there cost CPU per
-/// delta. Aborted when the returned guard drops.
-fn terminal_reader() -> (mpsc::UnboundedReceiver<std::io::Result<Event>>, AbortOnDrop) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(async move {
-        let mut events = EventStream::new();
-        while let Some(event) = events.next().await {
-            if tx.send(event).is_err() {
-                break;
-            }
-        }
-    });
-    (rx, AbortOnDrop(task))
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -10,8 +10,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use futures_util::StreamExt;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -301,7 +300,7 @@ impl SetupScreen {
 pub async fn run(mut screen: SetupScreen, check: Check) -> std::io::Result<SetupResult> {
     let _guard = crate::terminal::enter(crate::Screen::Alternate)?;
     let mut terminal = crate::terminal::fullscreen()?;
-    let mut events = EventStream::new();
+    let mut events = crate::terminal_input::TerminalInput::take();
     loop {
         terminal.draw(|frame| screen.render(frame, frame.area()))?;
         let action = match events.next().await {
