@@ -9,12 +9,32 @@ use mock_llm::{MockServer, Reply, Script};
 use serde_json::{Value, json};
 
 /// A bash call that holds until the test creates the flag file.
+/// A bash call that runs until the test creates `flag`; it creates [`running`]'s file first.
 fn waiting_tool(flag: &std::path::Path) -> Reply {
     let command = format!(
-        "while [ ! -e {} ]; do sleep 0.05; done; echo released",
+        "touch {}; while [ ! -e {} ]; do sleep 0.05; done; echo released",
+        running(flag).display(),
         flag.display()
     );
     Reply::tool_call("bash", json!({"command": command}))
+}
+
+fn running(flag: &std::path::Path) -> std::path::PathBuf {
+    flag.with_extension("running")
+}
+
+/// Waits until the waiting tool's command runs: "● bash" is shown as soon as the call is
+/// streamed, before it starts, and a message sent before then skips it.
+fn wait_until_running(session: &Session) {
+    let deadline = Instant::now() + WAIT;
+    while !running(&session.flag()).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the tool never started; the screen shows:\n{}",
+            session.contents()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn roles(body: &Value) -> Vec<String> {
@@ -75,6 +95,7 @@ fn enter_during_a_tool_call_steers_the_next_request_in(screen: &[&str]) {
     session.type_text("start");
     session.send("\r");
     session.wait_for("● bash");
+    wait_until_running(&session);
     session.type_text("use tabs instead");
     session.send("\r");
     session.wait_for("steer: use tabs instead");
@@ -109,6 +130,7 @@ fn alt_enter_queues_a_follow_up_until_the_run_ends_in(screen: &[&str]) {
     session.type_text("first task");
     session.send("\r");
     session.wait_for("● bash");
+    wait_until_running(&session);
     session.type_text("then write docs");
     session.send("\x1b\r");
     session.wait_for("follow-up: then write docs");
@@ -269,6 +291,7 @@ fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(scre
     session.type_text("first task");
     session.send("\r");
     session.wait_for("● bash");
+    wait_until_running(&session);
     session.type_text("use tabs");
     session.send("\r");
     session.wait_for("steer: use tabs");

@@ -128,8 +128,7 @@ pub fn binary_for_nobody() -> std::path::PathBuf {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = dir.path().join("coding-agent");
-        std::fs::copy(env!("CARGO_BIN_EXE_coding-agent"), &path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy_executable(env!("CARGO_BIN_EXE_coding-agent").as_ref(), &path);
         (dir, path)
     });
     path.clone()
@@ -186,4 +185,22 @@ pub fn mcp_server_entry(name: &str, args: &[&str], extra: &str) -> String {
         mcp_test_server().display().to_string(),
         args.join(", ")
     )
+}
+
+/// Copies the executable `from` to `to` (mode 0755) with `install`, in its own process: a file
+/// this process had open for writing would be inherited by any child another test thread
+/// forks meanwhile, and running the copy then fails with "Text file busy".
+pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("install")
+        .args(["-m", "0755"])
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("install runs (coreutils)");
+    assert!(
+        status.success(),
+        "install {} {}",
+        from.display(),
+        to.display()
+    );
 }

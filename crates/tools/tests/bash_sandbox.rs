@@ -4,6 +4,8 @@
 //! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
 //! (`scenarios_hold_as_nobody`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
@@ -128,8 +130,7 @@ fn scenarios_hold_as_nobody() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.path().join("bash_sandbox");
-    std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::copy_executable(&std::env::current_exe().unwrap(), &copy);
     let out = Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
         .arg(&copy)

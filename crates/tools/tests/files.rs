@@ -140,8 +140,7 @@ fn as_nobody(name: &str) -> std::process::ExitStatus {
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.path().join("tests");
-    fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-    fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+    common::copy_executable(&std::env::current_exe().unwrap(), &copy);
     let out = std::process::Command::new("setpriv")
         .args([
             "--reuid",

@@ -173,8 +173,7 @@ pub fn run_scenarios_as_nobody(filter: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.path().join("scenarios");
-    std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy_executable(&std::env::current_exe().unwrap(), &copy);
     let out = Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
         .arg(&copy)
@@ -195,5 +194,23 @@ pub fn run_scenarios_as_nobody(filter: &str) {
     assert!(
         text.contains("test result: ok") && !text.contains("running 0 tests"),
         "no scenario ran as nobody:\n{text}"
+    );
+}
+
+/// Copies the executable `from` to `to` (mode 0755) with `install`, in its own process: a file
+/// this process had open for writing would be inherited by any child another test thread
+/// forks meanwhile, and running the copy then fails with "Text file busy".
+pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("install")
+        .args(["-m", "0755"])
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("install runs (coreutils)");
+    assert!(
+        status.success(),
+        "install {} {}",
+        from.display(),
+        to.display()
     );
 }

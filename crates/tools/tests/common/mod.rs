@@ -56,3 +56,21 @@ pub fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Copies the executable `from` to `to` (mode 0755) with `install`, in its own process: a file
+/// this process had open for writing would be inherited by any child another test thread
+/// forks meanwhile, and running the copy then fails with "Text file busy".
+pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("install")
+        .args(["-m", "0755"])
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("install runs (coreutils)");
+    assert!(
+        status.success(),
+        "install {} {}",
+        from.display(),
+        to.display()
+    );
+}
