@@ -311,34 +311,47 @@ impl Inline {
         Ok(())
     }
 
-    /// Prints `lines` under the conversation (the live region is already cleared).
+    /// Prints `lines` under the conversation (the live region is already cleared). When the
+    /// screen is full, it scrolls once for as many lines as are left (a screenful at most),
+    /// not once a line: a burst of final rows is hundreds of lines.
     fn print(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
-        let width = self.width;
-        let mut buffer = Buffer::empty(Rect::new(0, 0, width, 1));
-        let empty = buffer.clone();
-        for line in lines {
+        let mut buffer = Buffer::empty(Rect::new(0, 0, self.width, 1));
+        let mut rest = lines;
+        while !rest.is_empty() {
             if self.content >= self.height {
-                self.scroll(1)?;
+                let rows = rest.len().min(usize::from(self.height));
+                self.scroll(rows as u16)?;
             }
-            buffer.reset();
-            line.render(buffer.area, &mut buffer);
-            // Trailing blanks are not written, so copying a line from the terminal does not
-            // pick up a row of spaces.
-            let used = text_end(&buffer.content);
-            let row = self.content;
-            // What differs from a blank row: the cell a wide character covers is left out (the
-            // terminal moves past it; written, its blank would push the rest of the row right).
-            let cells = empty
-                .diff(&buffer)
-                .into_iter()
-                .filter(|(x, _, _)| usize::from(*x) < used)
-                .map(|(x, _, cell)| (x, row, cell));
-            queue!(self.out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
-            self.out.draw(cells)?;
-            self.advance(1);
+            let room = usize::from(self.height - self.content);
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            for (row, line) in (self.content..).zip(now) {
+                buffer.reset();
+                line.render(buffer.area, &mut buffer);
+                // Trailing blanks are not written, so copying a line from the terminal does
+                // not pick up a row of spaces.
+                let used = text_end(&buffer.content);
+                queue!(self.out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
+                self.out.draw(row_cells(&buffer.content[..used], row))?;
+            }
+            self.advance(now.len() as u16);
+            rest = later;
         }
         Ok(())
     }
+}
+
+/// The cells of `row` to write, with their positions: the cell a wide character covers is left
+/// out (the terminal moves past it; written, its blank would push the rest of the row right).
+fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)> {
+    let mut covered = 0;
+    (0u16..).zip(cells).filter_map(move |(x, cell)| {
+        if covered > 0 {
+            covered -= 1;
+            return None;
+        }
+        covered = cell.symbol().width().saturating_sub(1);
+        (!cell.skip).then_some((x, row, cell))
+    })
 }
 
 /// The column after the last one of `row` that shows something. A wide character ends where
