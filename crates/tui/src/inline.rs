@@ -350,7 +350,7 @@ fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)
             return None;
         }
         covered = cell.symbol().width().saturating_sub(1);
-        (!cell.skip).then_some((x, row, cell))
+        Some((x, row, cell))
     })
 }
 

@@ -135,6 +135,10 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         app.on_event(&agent_core::AgentEvent::HookRun { run: run.clone() });
     }
     let mut agent_events = agent.subscribe();
+    // Only a signal: a settled event (a message or a tool call that started or ended, the run's
+    // end) is drawn at once, not at the next streaming frame, so the end of an answer shows
+    // without waiting up to a frame. The events themselves come from `agent_events`, in order.
+    let mut settled = agent.subscribe_settled();
     if let Some(prompt) = options.first_prompt.clone()
         && let Some(prompt) = expand(host.as_ref(), &mut app, prompt)
     {
@@ -148,7 +152,8 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     // Ctrl+C is a key in raw mode; a SIGINT from elsewhere (`kill -INT`) quits cleanly too.
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut last_frame = Instant::now() - STREAM_FRAME;
-    // The user typed, pasted or resized since the last frame: draw at the input rate.
+    // The user typed, pasted or resized since the last frame, or something settled: draw at
+    // the input rate.
     let mut typed = false;
     let mut choices = Choices::default();
 
@@ -198,6 +203,13 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             Some(event) = agent_events.recv(), if !holding => {
                 actions = app.on_event(&event);
                 // Coalesce: take everything already waiting before the next frame.
+                while let Ok(event) = agent_events.try_recv() {
+                    actions.extend(app.on_event(&event));
+                }
+            }
+            Some(_) = settled.recv() => {
+                typed = true;
+                app.dirty = true;
                 while let Ok(event) = agent_events.try_recv() {
                     actions.extend(app.on_event(&event));
                 }
