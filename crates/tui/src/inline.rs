@@ -227,6 +227,8 @@ impl Inline {
             Write::flush(term.backend_mut())?;
         }
         crate::terminal::leave_overlay()?;
+        // The overlay laid out the whole conversation; what is printed need not stay laid out.
+        printed::forget_printed(app);
         if std::mem::take(&mut self.resized) {
             return self.reprint(app);
         }

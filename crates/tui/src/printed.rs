@@ -89,6 +89,7 @@ pub fn commit(app: &mut App, view: View, mut count: usize) {
             }
             count -= 1;
         }
+        cell.forget_rows();
         app.printed += 1;
         app.printed_rows = 0;
     }
@@ -128,7 +129,17 @@ pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>>
         }
     }
     rows.reverse();
+    forget_printed(app);
     rows
+}
+
+/// Drops the laid-out lines of every cell in the conversation already (after a reprint or the
+/// transcript overlay laid them out again).
+pub fn forget_printed(app: &mut App) {
+    let printed = app.printed.min(app.cells.len());
+    for cell in &mut app.cells[..printed] {
+        cell.forget_rows();
+    }
 }
 
 #[cfg(test)]
@@ -217,6 +228,54 @@ mod tests {
         app.on_event(&result("a"));
         assert!(!take_finished(&mut app, view).is_empty());
         assert_eq!(app.printed, cells, "both printed once a is done");
+    }
+
+    /// A cell in the scrollback keeps no laid-out lines (memory would grow with the
+    /// conversation); laid out again (a resize's reprint), it gives the same rows.
+    #[test]
+    fn printed_cells_keep_no_lines_and_lay_out_again_the_same() {
+        let mut app = App::new(crate::status::Status::default());
+        let view = app.view(50);
+        let mut printed = Vec::new();
+        for turn in 0..3 {
+            app.on_event(&AgentEvent::MessageEnd {
+                message: AgentMessage::user(format!("question {turn}")),
+            });
+            app.on_event(&AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(AssistantMessage::empty("m", "p")),
+            });
+            delta(
+                &mut app,
+                0,
+                "A paragraph long enough to wrap at fifty columns, twice over.\n\n",
+            );
+            delta(
+                &mut app,
+                0,
+                "```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n- one\n- two\n",
+            );
+            printed.extend(take_finished(&mut app, view));
+            let index = app.cells.len() - 1;
+            assert!(
+                app.cells[index].holds_rows(),
+                "streaming: its lines are kept"
+            );
+            app.cells[index].finish();
+            printed.extend(take_finished(&mut app, view));
+            assert_eq!(app.printed, app.cells.len());
+        }
+        for cell in &app.cells {
+            assert!(!cell.holds_rows(), "a printed cell keeps no lines");
+        }
+        // A screen's worth, as a resize reprints.
+        let tail = printed_tail(&mut app, view, 20);
+        assert_eq!(plain(&tail), plain(&printed[printed.len() - 20..]));
+        for cell in &app.cells {
+            assert!(
+                !cell.holds_rows(),
+                "laid out for the reprint, then dropped again"
+            );
+        }
     }
 
     /// Committing the pending rows a few at a time (as frames leave them where the live region

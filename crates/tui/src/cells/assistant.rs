@@ -156,6 +156,18 @@ impl AssistantCell {
         }
     }
 
+    /// Drops the laid-out lines; [`AssistantCell::rows`] lays the text out again (a fence is
+    /// highlighted again from its text).
+    pub fn forget_layout(&mut self) {
+        self.layout = None;
+        self.tail = None;
+    }
+
+    #[cfg(test)]
+    pub fn holds_layout(&self) -> bool {
+        self.layout.is_some() || self.tail.is_some()
+    }
+
     /// The lines at `width`: those that will not change, then those of the open block.
     pub fn rows(&mut self, width: u16) -> (&[Line<'static>], &[Line<'static>]) {
         self.lay_out(width);

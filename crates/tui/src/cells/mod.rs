@@ -136,6 +136,29 @@ impl Cell {
         }
     }
 
+    /// Drops the laid-out lines (they are laid out again if asked for): inline mode has put the
+    /// cell into the terminal's scrollback, and keeping every printed answer's lines would make
+    /// memory grow with the conversation (~25 bytes per byte of text).
+    pub fn forget_rows(&mut self) {
+        self.cache = None;
+        match &mut self.kind {
+            CellKind::Assistant(cell) => cell.forget_layout(),
+            CellKind::Thinking(cell) => cell.forget_layout(),
+            _ => {}
+        }
+    }
+
+    /// Whether laid-out lines are kept (for tests of [`Cell::forget_rows`]).
+    #[cfg(test)]
+    pub fn holds_rows(&self) -> bool {
+        let own = match &self.kind {
+            CellKind::Assistant(cell) => cell.holds_layout(),
+            CellKind::Thinking(cell) => cell.holds_layout(),
+            _ => false,
+        };
+        own || self.cache.is_some()
+    }
+
     pub fn height(&mut self, view: View) -> usize {
         self.rows(view).len()
     }

@@ -44,6 +44,17 @@ impl ThinkingCell {
         }
     }
 
+    /// Drops the laid-out lines; [`ThinkingCell::rows`] lays the text out again.
+    pub fn forget_layout(&mut self) {
+        self.laid = None;
+        self.open = None;
+    }
+
+    #[cfg(test)]
+    pub fn holds_layout(&self) -> bool {
+        self.laid.is_some() || self.open.is_some()
+    }
+
     pub fn rows(&mut self, view: View) -> (&[Line<'static>], &[Line<'static>]) {
         if !view.show_thinking {
             let stale =
