@@ -269,8 +269,7 @@ fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
 /// streams. The copy of the screen stays exact and the conversation ends up whole, in order.
 #[test]
 fn tools_and_a_question_keep_the_copy_of_the_screen_exact() {
-    use agent_core::{ApprovalDecision, ApprovalRequest, ToolOutcome, ToolOutput};
-    use llm::{ToolResultMessage, UserContent};
+    use agent_core::{ApprovalDecision, ApprovalRequest, ToolOutput};
     let start = |id: &str| AgentEvent::ToolExecutionStart {
         tool_call_id: id.into(),
         tool_name: "bash".into(),
@@ -286,20 +285,9 @@ fn tools_and_a_question_keep_the_copy_of_the_screen_exact() {
                 .join("\n"),
         ),
     };
-    let end = |id: &str| AgentEvent::ToolExecutionEnd {
-        tool_call_id: id.into(),
-        tool_name: "bash".into(),
-        result: ToolResultMessage {
-            tool_call_id: id.into(),
-            tool_name: "bash".into(),
-            content: vec![UserContent::Text {
-                text: (1..=8).map(|n| format!("{id} line {n}\n")).collect(),
-            }],
-            details: None,
-            is_error: false,
-            timestamp: 0,
-        },
-        outcome: ToolOutcome::Ok,
+    let end = |id: &str| {
+        let output = (1..=8).map(|n| format!("{id} line {n}\n")).collect();
+        crate::printed::tests::bash_end(id, output)
     };
     let question = AgentEvent::ApprovalRequested {
         request: ApprovalRequest {

@@ -106,6 +106,8 @@ pub fn take_finished(app: &mut App, view: View) -> Vec<Line<'static>> {
 
 /// The last `max` rows of what is printed already, laid out at `view` (after a resize). The
 /// cell being printed counts as printed up to its finished rows at the new width.
+/// The cells it takes them from keep their lines (a resize that keeps the width lays them out
+/// again for nothing otherwise); those before drop theirs.
 pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>> {
     let mut rows: Vec<Line<'static>> = Vec::new();
     if let Some(cell) = app.cells.get_mut(app.printed) {
@@ -113,10 +115,12 @@ pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>>
         app.printed_rows = stable.len();
         rows.extend(stable.iter().rev().take(max).cloned());
     }
-    for index in (0..app.printed.min(app.cells.len())).rev() {
+    let mut first = app.printed.min(app.cells.len());
+    for index in (0..first).rev() {
         if rows.len() >= max {
             break;
         }
+        first = index;
         let cell = app.cells[index].rows(view);
         if !cell.is_empty() {
             rows.push(Line::default());
@@ -129,7 +133,9 @@ pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>>
         }
     }
     rows.reverse();
-    forget_printed(app);
+    for cell in &mut app.cells[..first] {
+        cell.forget_rows();
+    }
     rows
 }
 
@@ -143,7 +149,7 @@ pub fn forget_printed(app: &mut App) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use agent_core::{AgentEvent, AgentMessage};
     use llm::{AssistantMessage, StreamEvent, ToolResultMessage, UserContent};
@@ -165,15 +171,18 @@ mod tests {
     }
 
     fn result(id: &str) -> AgentEvent {
+        bash_end(id, format!("output of {id}"))
+    }
+
+    /// A bash call `id` that finished with `output`.
+    pub(crate) fn bash_end(id: &str, output: String) -> AgentEvent {
         AgentEvent::ToolExecutionEnd {
             tool_call_id: id.into(),
             tool_name: "bash".into(),
             result: ToolResultMessage {
                 tool_call_id: id.into(),
                 tool_name: "bash".into(),
-                content: vec![UserContent::Text {
-                    text: format!("output of {id}"),
-                }],
+                content: vec![UserContent::Text { text: output }],
                 details: None,
                 is_error: false,
                 timestamp: 0,
@@ -267,15 +276,19 @@ mod tests {
         for cell in &app.cells {
             assert!(!cell.holds_rows(), "a printed cell keeps no lines");
         }
-        // A screen's worth, as a resize reprints.
-        let tail = printed_tail(&mut app, view, 20);
-        assert_eq!(plain(&tail), plain(&printed[printed.len() - 20..]));
-        for cell in &app.cells {
-            assert!(
-                !cell.holds_rows(),
-                "laid out for the reprint, then dropped again"
-            );
+        // The rows of the last answer (and the blank row after it), as a resize reprints: the
+        // answer keeps its lines for the next resize, the cells before it are not laid out.
+        let max = app.cells.last_mut().unwrap().rows(view).len() + 1;
+        let tail = printed_tail(&mut app, view, max);
+        assert_eq!(plain(&tail), plain(&printed[printed.len() - max..]));
+        let (last, before) = app.cells.split_last().unwrap();
+        assert!(last.holds_rows());
+        for cell in before {
+            assert!(!cell.holds_rows(), "not needed for the reprint");
         }
+        // All of it, laid out again, is what was printed.
+        let all = printed_tail(&mut app, view, printed.len());
+        assert_eq!(plain(&all), plain(&printed));
     }
 
     /// Committing the pending rows a few at a time (as frames leave them where the live region
