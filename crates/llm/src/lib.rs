@@ -7,6 +7,7 @@
 //! `stop_reason` is [`StopReason::Error`].
 
 mod anthropic;
+mod batch;
 mod builder;
 mod event;
 mod eventsource;

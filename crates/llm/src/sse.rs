@@ -12,6 +12,7 @@ use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::batch::{self, Batch};
 use crate::eventsource::{Decoder, TooLarge};
 use crate::http::{self, Failure, Sender, WireRequest};
 use crate::parse::{Flow, WireParser};
@@ -196,11 +197,9 @@ fn looks_like_sse(head: &[u8], complete: bool) -> Option<bool> {
     )
 }
 
-/// Feeds the body's SSE events to the parser, forwarding what it emits; returns the closing
-/// event. `origin` (none for a replay) lets a body that is not an event stream say what it is.
-///
-/// The idle timeout counts content, not bytes: keep-alive comments and empty events do not
-/// reset it, so a server that only pings times out like a silent one.
+/// Feeds the body's SSE events to the parser, forwarding what it emits in batches; returns the
+/// closing event. `origin` (none for a replay) lets a body that is not an event stream say what
+/// it is.
 async fn drive<S, E>(
     body: S,
     parser: &mut dyn WireParser,
@@ -209,6 +208,31 @@ async fn drive<S, E>(
     origin: Option<&Origin>,
     builder: &mut AssistantBuilder,
     sender: &Sender,
+) -> StreamEvent
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: std::error::Error,
+{
+    let mut batch = Batch::new(sender);
+    let last = read_events(body, parser, model, idle, origin, builder, &mut batch).await;
+    // What was read before the end goes out ahead of it.
+    batch.flush().await;
+    last
+}
+
+/// The body of [`drive`]: every event it parses goes into `batch`, which it sends on when the
+/// server is behind, and the caller after the closing event is known.
+///
+/// The idle timeout counts content, not bytes: keep-alive comments and empty events do not
+/// reset it, so a server that only pings times out like a silent one.
+async fn read_events<S, E>(
+    body: S,
+    parser: &mut dyn WireParser,
+    model: &Model,
+    idle: Duration,
+    origin: Option<&Origin>,
+    builder: &mut AssistantBuilder,
+    batch: &mut Batch<'_>,
 ) -> StreamEvent
 where
     S: Stream<Item = Result<Bytes, E>> + Send,
@@ -226,8 +250,19 @@ where
     let mut deadline = tokio::time::Instant::now() + idle;
     let mut progress = 0;
     let mut saw_event = false;
+    let mut next_at_hand = None;
+    let mut pause_until = None;
     loop {
-        let chunk = match tokio::time::timeout_at(deadline, body.next()).await {
+        let next = match next_at_hand.take() {
+            Some(next) => Ok(next),
+            None => {
+                if let Some(until) = pause_until.take() {
+                    tokio::time::sleep_until(deadline.min(until)).await;
+                }
+                tokio::time::timeout_at(deadline, body.next()).await
+            }
+        };
+        let chunk = match next {
             Err(_) => {
                 let failure = http::idle_failure(provider, idle);
                 return builder.failed_with(StopReason::Error, failure.reason, failure.kind);
@@ -286,18 +321,12 @@ where
             }
             saw_event = true;
             let flow = parser.event(&event.name, data, builder, &mut out);
-            for emitted in out.drain(..) {
-                if !sender.send(emitted).await {
-                    return builder.failed(StopReason::Aborted, http::ABORTED);
-                }
-            }
+            out.drain(..).for_each(|emitted| batch.push(emitted));
             match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Finished) => {
                     let last = parser.finish(model, builder, &mut out);
-                    for emitted in out.drain(..) {
-                        sender.send(emitted).await;
-                    }
+                    out.drain(..).for_each(|emitted| batch.push(emitted));
                     return last;
                 }
                 Err(failure) => {
@@ -307,6 +336,16 @@ where
         }
         if chunk.is_none() {
             break;
+        }
+        batch.chunk_read();
+        next_at_hand = batch::at_hand(&mut body).await;
+        if next_at_hand.is_none() || batch.is_full() {
+            if !batch.flush().await {
+                return builder.failed(StopReason::Aborted, http::ABORTED);
+            }
+            if next_at_hand.is_none() {
+                pause_until = Some(tokio::time::Instant::now() + batch::READ_PAUSE);
+            }
         }
     }
     if saw_event {

@@ -227,10 +227,13 @@ async fn cancelling_stops_every_api_at_once() {
         let server = serve(vec![reply]).await;
         let cancel = CancellationToken::new();
         let mut stream = start(&model(&server, api), options(), cancel.clone());
-        let mut deltas = 0;
-        while deltas < 2 {
-            if let Some(StreamEvent::TextDelta { .. }) = stream.next().await {
-                deltas += 1;
+        // Two pieces of two characters, before the server stalls.
+        let mut streamed = String::new();
+        while streamed.len() < 4 {
+            match stream.next().await {
+                Some(StreamEvent::TextDelta { delta, .. }) => streamed.push_str(&delta),
+                Some(_) => {}
+                None => panic!("{api:?}: the stream ended before the stall: {streamed:?}"),
             }
         }
         let started = Instant::now();
