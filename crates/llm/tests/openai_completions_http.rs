@@ -1,6 +1,8 @@
 //! The chat-completions client over real HTTP against mock-llm: streams, captures of real
 //! servers, and every fault the foundation must survive.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -95,15 +97,11 @@ async fn streams_text_thinking_and_usage() {
     assert!(
         matches!(&message.content[0], llm::AssistantContent::Thinking { thinking, .. } if thinking == "let me see")
     );
-    // Pieces that arrive together may go on as one delta; together they are the text.
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(streamed, "Hello, world", "12 characters in pieces of 3");
+    assert_eq!(
+        support::streamed_text(&events),
+        "Hello, world",
+        "12 characters in pieces of 3"
+    );
     assert_eq!(
         (
             message.usage.input,

@@ -41,16 +41,9 @@ async fn text_thinking_usage_and_cost() {
         assert_eq!(message.text(), "Hello, world");
         let (thinking, _) = thinking_of(&message.content[0]).expect("thinking first");
         assert_eq!(thinking, "let me see");
-        // Pieces that arrive together may go on as one delta; together they are the text.
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
         assert_eq!(
-            streamed, "Hello, world",
+            support::streamed_text(&events),
+            "Hello, world",
             "{api:?}: 12 characters in pieces of 3"
         );
         let u = message.usage;

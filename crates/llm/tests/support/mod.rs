@@ -114,3 +114,14 @@ pub async fn collect(
 pub fn count<F: Fn(&StreamEvent) -> bool>(events: &[StreamEvent], f: F) -> usize {
     events.iter().filter(|e| f(e)).count()
 }
+
+/// The text the stream's deltas add up to (pieces that arrive together may be one delta).
+pub fn streamed_text(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
