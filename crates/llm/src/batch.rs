@@ -6,7 +6,10 @@
 //! [`READ_PAUSE`]: what arrives meanwhile is read, parsed and forwarded together, and consecutive
 //! deltas of one content block leave as one event. The first chunk after a quiet spell is read
 //! at once, so the time to the first token is unchanged; a chunk that comes during a pause waits
-//! at most the pause (shorter than the UI's 50 ms streaming frame).
+//! at most the pause (shorter than the UI's 50 ms streaming frame). A server that keeps up
+//! with reading (a fast local model, a reply sent all at once) is never paused: once a stretch
+//! of reading found [`FLOOD_CHUNKS`] chunks at hand, the reader waits only on the network, so the
+//! last byte is read as soon as it lands instead of up to a pause later.
 
 use std::task::Poll;
 use std::time::Duration;
@@ -18,6 +21,10 @@ use crate::http::Sender;
 
 /// How long reading waits, once caught up, before it reads again.
 pub(crate) const READ_PAUSE: Duration = Duration::from_millis(40);
+
+/// A stretch of reading that found this many chunks at hand means the server sends faster than
+/// a model paced like a real one (one chunk per 10–50 ms fills a 40 ms pause with 1–4).
+pub(crate) const FLOOD_CHUNKS: usize = 8;
 
 /// A batch is sent on after this many chunks even if more are at hand, so a flood (a fast
 /// local server, a replay) still reaches the consumer in steps.
@@ -78,6 +85,11 @@ impl<'a> Batch<'a> {
 
     pub(crate) fn is_full(&self) -> bool {
         self.chunks >= MAX_CHUNKS
+    }
+
+    /// Whether the chunks read into this batch come from a server faster than a paced model.
+    pub(crate) fn is_flood(&self) -> bool {
+        self.chunks >= FLOOD_CHUNKS
     }
 
     /// Sends the batch on; false when the consumer went away.

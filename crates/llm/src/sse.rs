@@ -340,10 +340,11 @@ where
         batch.chunk_read();
         next_at_hand = batch::at_hand(&mut body).await;
         if next_at_hand.is_none() || batch.is_full() {
+            let flood = batch.is_flood();
             if !batch.flush().await {
                 return builder.failed(StopReason::Aborted, http::ABORTED);
             }
-            if next_at_hand.is_none() {
+            if next_at_hand.is_none() && !flood {
                 pause_until = Some(tokio::time::Instant::now() + batch::READ_PAUSE);
             }
         }
@@ -360,4 +361,104 @@ where
          prompt, e.g. because it exceeds its context window; check the server's log"
     );
     builder.failed_with(StopReason::Error, reason, Some(ErrorKind::EmptyStream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Api, ModelCost};
+    use tokio::time::Instant;
+
+    fn model() -> Model {
+        Model {
+            id: "m".into(),
+            provider: "p".into(),
+            api: Api::OpenaiCompletions,
+            base_url: String::new(),
+            context_window: 1000,
+            max_output: 100,
+            reasoning: false,
+            cost: ModelCost::default(),
+        }
+    }
+
+    fn piece(text: &str) -> Result<Bytes, std::io::Error> {
+        let data = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+        Ok(Bytes::from(format!("data: {data}\n\n")))
+    }
+
+    /// Drives a body whose chunks the test sends, the way [`replay`] drives one in memory.
+    fn driven() -> (
+        mpsc::UnboundedSender<Result<Bytes, std::io::Error>>,
+        EventStream,
+    ) {
+        let (chunks, mut rx) = mpsc::unbounded_channel();
+        let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(async move {
+            let model = model();
+            let mut builder = AssistantBuilder::new(&model.id, &model.provider);
+            let sender = Sender::new(tx);
+            let mut parser = (wire::of(model.api).parser)(model.provider.clone());
+            let idle = StreamOptions::default().idle_timeout;
+            let last = drive(
+                body,
+                parser.as_mut(),
+                &model,
+                idle,
+                None,
+                &mut builder,
+                &sender,
+            );
+            sender.send(last.await).await;
+        });
+        (chunks, http::receiver_stream(rx))
+    }
+
+    /// Waits (in the test's virtual time) until the stream has delivered `text` in all.
+    async fn text_until(stream: &mut EventStream, streamed: &mut String, text: &str) {
+        while streamed.len() < text.len() {
+            match stream.next().await {
+                Some(StreamEvent::TextDelta { delta, .. }) => streamed.push_str(&delta),
+                Some(StreamEvent::Error { message }) => panic!("{:?}", message.error_message),
+                Some(_) => {}
+                None => panic!("the stream ended at {streamed:?}"),
+            }
+        }
+        assert_eq!(streamed, text);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paced_server_is_read_after_a_pause_and_a_flood_without_one() {
+        let (chunks, mut stream) = driven();
+        let mut streamed = String::new();
+        chunks.send(piece("a")).unwrap();
+        text_until(&mut stream, &mut streamed, "a").await;
+        // One piece at a time, as a model paced like a real one sends: reading pauses, so
+        // what comes next waits for the pause to end.
+        let sent = Instant::now();
+        chunks.send(piece("b")).unwrap();
+        text_until(&mut stream, &mut streamed, "ab").await;
+        assert!(
+            sent.elapsed() >= batch::READ_PAUSE,
+            "a paced piece went on after {:?}, without the pause",
+            sent.elapsed()
+        );
+        // A flood: reading found many pieces at hand, so it does not pause and the piece that
+        // comes after is read as soon as it lands.
+        let flood = "0123456789ab";
+        for c in flood.chars() {
+            chunks.send(piece(&c.to_string())).unwrap();
+        }
+        let read = format!("ab{flood}");
+        text_until(&mut stream, &mut streamed, &read).await;
+        let sent = Instant::now();
+        chunks.send(piece("z")).unwrap();
+        text_until(&mut stream, &mut streamed, &format!("{read}z")).await;
+        assert!(
+            sent.elapsed() < batch::READ_PAUSE,
+            "after a flood, a piece waited {:?} for a pause",
+            sent.elapsed()
+        );
+    }
 }
