@@ -3,12 +3,36 @@
 //! screen and each time the inline live region changes height, and crossterm answers by opening
 //! `/dev/tty` and asking the kernel: three system calls, about 4% of the CPU of a streamed reply.
 //! The size only changes with a resize event, which sets it here.
+//!
+//! Cells are written by hand rather than by crossterm's backend: it prints every cell through
+//! `fmt` (a `queue!` per cell), which was most of the cost of printing a long reply into the
+//! scrollback. Here a cell's text is copied straight into the buffer and escape sequences are
+//! written only where the position or the style changes.
 
 use std::io::{BufWriter, Write};
 
-use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
+use crossterm::cursor::MoveTo;
+use crossterm::queue;
+use crossterm::style::{
+    Attribute, SetAttribute, SetBackgroundColor, SetForegroundColor, SetUnderlineColor,
+};
+use ratatui::backend::{Backend, ClearType, CrosstermBackend, IntoCrossterm, WindowSize};
 use ratatui::buffer::Cell;
 use ratatui::layout::{Position, Size};
+use ratatui::style::{Color, Modifier};
+
+/// Each modifier with the attribute that turns it on.
+const ATTRIBUTES: [(Modifier, Attribute); 9] = [
+    (Modifier::BOLD, Attribute::Bold),
+    (Modifier::DIM, Attribute::Dim),
+    (Modifier::ITALIC, Attribute::Italic),
+    (Modifier::UNDERLINED, Attribute::Underlined),
+    (Modifier::SLOW_BLINK, Attribute::SlowBlink),
+    (Modifier::RAPID_BLINK, Attribute::RapidBlink),
+    (Modifier::REVERSED, Attribute::Reverse),
+    (Modifier::HIDDEN, Attribute::Hidden),
+    (Modifier::CROSSED_OUT, Attribute::CrossedOut),
+];
 
 pub struct Out {
     inner: CrosstermBackend<BufWriter<Box<dyn Write + Send>>>,
@@ -62,7 +86,61 @@ impl Backend for Out {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        self.inner.draw(content)
+        let out = &mut self.inner;
+        let (mut fg, mut bg, mut underline) = (Color::Reset, Color::Reset, Color::Reset);
+        let mut modifier = Modifier::empty();
+        // Where the terminal's cursor is after the last cell written.
+        let mut at: Option<(u16, u16)> = None;
+        // A style was set, to be reset at the end (a plain row needs no escape at all).
+        let mut styled = false;
+        for (x, y, cell) in content {
+            if at != Some((x, y)) {
+                queue!(out, MoveTo(x, y))?;
+            }
+            if cell.modifier != modifier {
+                // Taking an attribute away has no one code that works everywhere (bold and
+                // dim share one): start from the plain style and add what the cell has.
+                if !(modifier - cell.modifier).is_empty() {
+                    queue!(out, SetAttribute(Attribute::Reset))?;
+                    (fg, bg, underline) = (Color::Reset, Color::Reset, Color::Reset);
+                    modifier = Modifier::empty();
+                }
+                for (flag, attribute) in ATTRIBUTES {
+                    if cell.modifier.contains(flag) && !modifier.contains(flag) {
+                        queue!(out, SetAttribute(attribute))?;
+                        styled = true;
+                    }
+                }
+                modifier = cell.modifier;
+            }
+            if cell.fg != fg {
+                queue!(out, SetForegroundColor(cell.fg.into_crossterm()))?;
+                fg = cell.fg;
+                styled = true;
+            }
+            if cell.bg != bg {
+                queue!(out, SetBackgroundColor(cell.bg.into_crossterm()))?;
+                bg = cell.bg;
+                styled = true;
+            }
+            if cell.underline_color != underline {
+                queue!(
+                    out,
+                    SetUnderlineColor(cell.underline_color.into_crossterm())
+                )?;
+                underline = cell.underline_color;
+                styled = true;
+            }
+            out.write_all(cell.symbol().as_bytes())?;
+            // After a wide character the next cell is two columns on and gets a move of its
+            // own, which puts the cursor right even where the terminal disagrees on the width.
+            at = Some((x.saturating_add(1), y));
+        }
+        if styled {
+            // Reset turns off the attributes and the colors.
+            queue!(out, SetAttribute(Attribute::Reset))?;
+        }
+        Ok(())
     }
 
     /// Without the flush crossterm's backend does after it: a frame is written in one go.
@@ -107,5 +185,105 @@ impl Backend for Out {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Backend::flush(&mut self.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::style::Style;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Wire(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Wire {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn vt_color(color: Color) -> vt100::Color {
+        match color {
+            Color::Reset => vt100::Color::Default,
+            Color::Indexed(i) => vt100::Color::Idx(i),
+            Color::Rgb(r, g, b) => vt100::Color::Rgb(r, g, b),
+            Color::Red => vt100::Color::Idx(1),
+            Color::Green => vt100::Color::Idx(2),
+            Color::Blue => vt100::Color::Idx(4),
+            other => panic!("no mapping for {other:?} in this test"),
+        }
+    }
+
+    /// Every style change (attributes added, taken away one at a time and all at once, colors
+    /// set and reset, wide characters, gaps) reaches a terminal as the buffer has it.
+    #[test]
+    fn cells_reach_the_terminal_with_their_styles() {
+        let styles = [
+            Style::new().bold(),
+            Style::new().dim().italic(),
+            Style::new().dim(),
+            Style::new(),
+            Style::new().italic().underlined().fg(Color::Red),
+            Style::new().italic().bg(Color::Rgb(10, 20, 30)),
+            Style::new().reversed(),
+            Style::new().fg(Color::Indexed(200)).bold(),
+            Style::new().fg(Color::Green).bg(Color::Blue),
+            Style::new(),
+        ];
+        let area = Rect::new(0, 0, 40, 3);
+        let mut buffer = Buffer::empty(area);
+        let mut x = 0;
+        for (i, style) in styles.iter().enumerate() {
+            let text = if i % 3 == 1 { "中a" } else { "ab" };
+            x = buffer.set_stringn(x, 0, text, 10, *style).0 + 1;
+            buffer.set_stringn(i as u16 * 3, 2, "xy", 10, *style);
+        }
+        let wire = Wire::default();
+        let mut out = Out::to(Box::new(wire.clone()), Size::new(40, 3));
+        let blank = Buffer::empty(area);
+        let cells = blank.diff(&buffer);
+        out.draw(cells.into_iter()).unwrap();
+        Write::flush(&mut out).unwrap();
+        let mut terminal = vt100::Parser::new(3.try_into().unwrap(), 40.try_into().unwrap(), 0);
+        terminal.process(&wire.0.lock().unwrap());
+        let screen = terminal.screen();
+        for y in 0..3 {
+            for x in 0..40 {
+                let want = &buffer[(x, y)];
+                let got = screen.cell(y, x).unwrap();
+                if got.is_wide_continuation() {
+                    continue;
+                }
+                let at = format!("cell ({x}, {y}) {:?}", want.symbol());
+                assert_eq!(got.contents(), want.symbol().trim(), "{at}");
+                assert_eq!(got.bold(), want.modifier.contains(Modifier::BOLD), "{at}");
+                assert_eq!(got.dim(), want.modifier.contains(Modifier::DIM), "{at}");
+                assert_eq!(
+                    got.italic(),
+                    want.modifier.contains(Modifier::ITALIC),
+                    "{at}"
+                );
+                let underlined = want.modifier.contains(Modifier::UNDERLINED);
+                assert_eq!(got.underline(), underlined, "{at}");
+                let reversed = want.modifier.contains(Modifier::REVERSED);
+                assert_eq!(got.inverse(), reversed, "{at}");
+                assert_eq!(got.fgcolor(), vt_color(want.fg), "{at}");
+                assert_eq!(got.bgcolor(), vt_color(want.bg), "{at}");
+            }
+        }
+        // The terminal is left with no style set, for whatever is written next.
+        terminal.process(b"\x1b[3;40Hz");
+        let last = terminal.screen().cell(2, 39).unwrap().clone();
+        assert!(!last.bold() && !last.inverse() && last.fgcolor() == vt100::Color::Default);
     }
 }

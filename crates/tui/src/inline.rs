@@ -321,8 +321,13 @@ impl Inline {
         let mut rest = lines;
         while !rest.is_empty() {
             if self.content >= self.height {
-                let rows = rest.len().min(usize::from(self.height));
-                self.scroll(rows as u16)?;
+                // The screen is all conversation, with no live region to keep in step: make
+                // room at the bottom for the rows printed next (a `scroll` would blank them in
+                // `shown` only for `advance` to take them out again).
+                let rows = rest.len().min(usize::from(self.height)) as u16;
+                queue!(self.out, MoveTo(0, self.height - 1))?;
+                self.out.append_lines(rows)?;
+                self.content -= rows;
             }
             let room = usize::from(self.height - self.content);
             let (now, later) = rest.split_at(room.min(rest.len()));
