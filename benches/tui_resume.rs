@@ -115,7 +115,10 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
             pixel_height: 0,
         })
         .unwrap();
-    let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+    // `BENCH_AGENT` names another build to measure, for an A/B run in the same minutes.
+    let agent = std::env::var_os("BENCH_AGENT")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
+    let mut command = CommandBuilder::new(agent);
     command.args([
         "--base-url",
         &server.url(),

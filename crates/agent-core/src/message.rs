@@ -1,10 +1,12 @@
 //! `AgentMessage`: what the loop carries. Only [`default_convert_to_llm`] (or a host's own
 //! converter) turns it into provider wire messages, right before each model call.
 
+use llm::tagged::{self, Tagged};
 use llm::{AssistantMessage, Message, ToolResultMessage, UserContent, UserMessage, now_millis};
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, MapAccess};
+use serde::{Deserialize, Deserializer, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum AgentMessage {
     User(UserMessage),
@@ -15,6 +17,42 @@ pub enum AgentMessage {
     /// Stands in for the older messages a compaction replaced; the model sees it as a user
     /// message.
     CompactionSummary(CompactionSummary),
+}
+
+/// Read straight into the variant when `role` comes first, as the session writer puts it
+/// (see `llm::tagged`): loading a long session is mostly this.
+impl Tagged for AgentMessage {
+    const TAG: &'static str = "role";
+    const EXPECTING: &'static str = "a message";
+
+    fn variant<'de, A: MapAccess<'de>>(role: &str, rest: A) -> Result<Self, A::Error> {
+        let rest = tagged::rest(rest);
+        match role {
+            "user" => UserMessage::deserialize(rest).map(Self::User),
+            "assistant" => AssistantMessage::deserialize(rest).map(Self::Assistant),
+            "tool_result" => ToolResultMessage::deserialize(rest).map(Self::ToolResult),
+            "notice" => Notice::deserialize(rest).map(Self::Notice),
+            "compaction_summary" => {
+                CompactionSummary::deserialize(rest).map(Self::CompactionSummary)
+            }
+            other => Err(A::Error::unknown_variant(
+                other,
+                &[
+                    "user",
+                    "assistant",
+                    "tool_result",
+                    "notice",
+                    "compaction_summary",
+                ],
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
 }
 
 /// The summary of the history a compaction replaced.
@@ -89,4 +127,65 @@ pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
             })),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod serde_tests {
+    use llm::{AssistantContent, AssistantMessage, ToolResultMessage, UserContent};
+    use serde_json::json;
+
+    use super::*;
+
+    fn every_kind() -> Vec<AgentMessage> {
+        let mut assistant = AssistantMessage::empty("m", "p");
+        assistant.content = vec![AssistantContent::Text {
+            text: "done".into(),
+        }];
+        vec![
+            AgentMessage::user("hello"),
+            AgentMessage::Assistant(assistant),
+            AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "c1".into(),
+                tool_name: "bash".into(),
+                content: vec![UserContent::Text { text: "out".into() }],
+                details: Some(json!({"exit": 0, "role": "not the tag"})),
+                is_error: false,
+                timestamp: 7,
+            }),
+            AgentMessage::notice("compacted"),
+            AgentMessage::CompactionSummary(CompactionSummary {
+                summary: "earlier".into(),
+                tokens_before: 1000,
+                timestamp: 3,
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_kind_reads_back_with_its_role_first_or_last() {
+        for message in every_kind() {
+            let written = serde_json::to_string(&message).unwrap();
+            assert!(written.starts_with(r#"{"role":"#), "{written}");
+            assert_eq!(
+                serde_json::from_str::<AgentMessage>(&written).unwrap(),
+                message
+            );
+            let mut value = serde_json::to_value(&message).unwrap();
+            let role = value.as_object_mut().unwrap().remove("role").unwrap();
+            let rest = value.to_string();
+            let moved = format!("{},\"role\":{role}}}", &rest[..rest.len() - 1]);
+            assert_eq!(
+                serde_json::from_str::<AgentMessage>(&moved).unwrap(),
+                message,
+                "{moved}"
+            );
+        }
+        let error = serde_json::from_str::<AgentMessage>(r#"{"role":"system","content":[]}"#);
+        assert!(
+            error
+                .unwrap_err()
+                .to_string()
+                .contains("unknown variant `system`")
+        );
+    }
 }

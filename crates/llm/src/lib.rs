@@ -24,6 +24,7 @@ mod registry;
 mod retry;
 mod router;
 mod sse;
+pub mod tagged;
 mod think_tags;
 mod url;
 mod wire;

@@ -1,7 +1,10 @@
 //! Wire messages: what a provider is sent and what it answers.
 
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, MapAccess};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+use crate::tagged::{self, Tagged};
 
 /// Milliseconds since the Unix epoch; the timestamp every message carries.
 pub fn now_millis() -> u64 {
@@ -45,11 +48,38 @@ impl UserMessage {
 }
 
 /// Content of a user message or a tool result: text or an image.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum UserContent {
     Text { text: String },
     Image(ImageContent),
+}
+
+/// The fields of a text block, read after its tag.
+#[derive(Deserialize)]
+struct TextFields {
+    text: String,
+}
+
+impl Tagged for UserContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = "a text or image block";
+
+    fn variant<'de, A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error> {
+        match tag {
+            "text" => {
+                TextFields::deserialize(tagged::rest(rest)).map(|f| Self::Text { text: f.text })
+            }
+            "image" => ImageContent::deserialize(tagged::rest(rest)).map(Self::Image),
+            other => Err(A::Error::unknown_variant(other, &["text", "image"])),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for UserContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,7 +194,7 @@ fn join_text<'a>(parts: impl Iterator<Item = &'a str>) -> String {
     parts.collect::<Vec<_>>().join("\n")
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantContent {
     Text {
@@ -177,6 +207,42 @@ pub enum AssistantContent {
         signature: Option<String>,
     },
     ToolCall(ToolCall),
+}
+
+/// The fields of a thinking block, read after its tag.
+#[derive(Deserialize)]
+struct ThinkingFields {
+    thinking: String,
+    #[serde(default)]
+    signature: Option<String>,
+}
+
+impl Tagged for AssistantContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = "a text, thinking or tool call block";
+
+    fn variant<'de, A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error> {
+        match tag {
+            "text" => {
+                TextFields::deserialize(tagged::rest(rest)).map(|f| Self::Text { text: f.text })
+            }
+            "thinking" => ThinkingFields::deserialize(tagged::rest(rest)).map(|f| Self::Thinking {
+                thinking: f.thinking,
+                signature: f.signature,
+            }),
+            "tool_call" => ToolCall::deserialize(tagged::rest(rest)).map(Self::ToolCall),
+            other => Err(A::Error::unknown_variant(
+                other,
+                &["text", "thinking", "tool_call"],
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AssistantContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
 }
 
 /// A tool call whose arguments finished streaming.

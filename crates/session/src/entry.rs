@@ -20,7 +20,6 @@
 use agent_core::{AgentMessage, CheckpointRecord, CompactionSummary, RestoreRecord};
 use llm::ThinkingLevel;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 /// Version written in new headers; files of a newer version still load what they can.
 pub const FORMAT_VERSION: u32 = 1;
@@ -205,45 +204,26 @@ enum WireRef<'a> {
     },
 }
 
-/// A message line read without the tagged-enum detour: the common case, and the one that
-/// decides how fast a long session loads.
+/// A message line read without the tagged-enum detour (see `llm::tagged`): the common case,
+/// and the one that decides how fast a long session loads.
 #[derive(Deserialize)]
-struct MessageLine<'a> {
+struct MessageLine {
     id: String,
     parent_id: Option<String>,
     timestamp: String,
-    #[serde(borrow)]
-    message: &'a RawValue,
+    message: AgentMessage,
 }
 
-/// A message read straight into its variant's struct when the role comes first, as the writer
-/// puts it: serde's internally tagged enum would first copy the whole message into a buffer of
-/// its own to find the tag. Anything else takes that general path.
-fn message_of(json: &str) -> serde_json::Result<AgentMessage> {
-    let role = json
-        .strip_prefix(r#"{"role":""#)
-        .and_then(|rest| rest.split_once('"'))
-        .map(|(role, _)| role);
-    // Read this way a list grows by doubling (serde's buffer knew its length): a long session
-    // holds a hundred thousand of them, so they give back what they do not use.
-    Ok(match role {
-        Some("user") => {
-            let mut message: llm::UserMessage = serde_json::from_str(json)?;
-            message.content.shrink_to_fit();
-            AgentMessage::User(message)
-        }
-        Some("assistant") => {
-            let mut message: llm::AssistantMessage = serde_json::from_str(json)?;
-            message.content.shrink_to_fit();
-            AgentMessage::Assistant(message)
-        }
-        Some("tool_result") => {
-            let mut message: llm::ToolResultMessage = serde_json::from_str(json)?;
-            message.content.shrink_to_fit();
-            AgentMessage::ToolResult(message)
-        }
-        _ => serde_json::from_str(json)?,
-    })
+/// Read this way a list grows by doubling (a buffered read knew its length): a long session
+/// holds a hundred thousand of them, so they give back what they do not use.
+fn shrunk(mut message: AgentMessage) -> AgentMessage {
+    match &mut message {
+        AgentMessage::User(m) => m.content.shrink_to_fit(),
+        AgentMessage::Assistant(m) => m.content.shrink_to_fit(),
+        AgentMessage::ToolResult(m) => m.content.shrink_to_fit(),
+        AgentMessage::Notice(_) | AgentMessage::CompactionSummary(_) => {}
+    }
+    message
 }
 
 const MESSAGE_PREFIX: &str = r#"{"type":"message","#;
@@ -323,7 +303,7 @@ impl Entry {
                 id: m.id,
                 parent_id: m.parent_id,
                 timestamp: m.timestamp,
-                body: EntryBody::Message(message_of(m.message.get())?),
+                body: EntryBody::Message(shrunk(m.message)),
             });
         }
         let wire: Wire = serde_json::from_str(line)?;
