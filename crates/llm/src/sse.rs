@@ -96,13 +96,22 @@ async fn request_and_drive(
 /// Runs the parser of `model.api` over a body already in memory, as if a server had streamed
 /// it: replays recorded streams (tests, benchmarks, bug reports) without a network.
 pub fn replay(model: &Model, chunks: Vec<Bytes>) -> EventStream {
+    let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+    replay_body(model, body)
+}
+
+/// [`replay`] over a body that arrives as `body` yields it.
+fn replay_body<S, E>(model: &Model, body: S) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(64);
     let model = model.clone();
     tokio::spawn(async move {
         let mut builder = AssistantBuilder::new(&model.id, &model.provider);
         let sender = Sender::new(tx);
         sender.send(StreamEvent::Start).await;
-        let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
         let mut parser = (wire::of(model.api).parser)(model.provider.clone());
         let idle = StreamOptions::default().idle_timeout;
         let last = drive(
@@ -387,32 +396,14 @@ mod tests {
         Ok(Bytes::from(format!("data: {data}\n\n")))
     }
 
-    /// Drives a body whose chunks the test sends, the way [`replay`] drives one in memory.
+    /// Replays a body whose chunks the test sends as it goes.
     fn driven() -> (
         mpsc::UnboundedSender<Result<Bytes, std::io::Error>>,
         EventStream,
     ) {
         let (chunks, mut rx) = mpsc::unbounded_channel();
         let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(async move {
-            let model = model();
-            let mut builder = AssistantBuilder::new(&model.id, &model.provider);
-            let sender = Sender::new(tx);
-            let mut parser = (wire::of(model.api).parser)(model.provider.clone());
-            let idle = StreamOptions::default().idle_timeout;
-            let last = drive(
-                body,
-                parser.as_mut(),
-                &model,
-                idle,
-                None,
-                &mut builder,
-                &sender,
-            );
-            sender.send(last.await).await;
-        });
-        (chunks, http::receiver_stream(rx))
+        (chunks, replay_body(&model(), body))
     }
 
     /// Waits (in the test's virtual time) until the stream has delivered `text` in all.

@@ -189,7 +189,7 @@ impl Backend for Out {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::{Arc, Mutex};
 
     use ratatui::buffer::Buffer;
@@ -198,8 +198,9 @@ mod tests {
 
     use super::*;
 
+    /// What the program wrote, for a terminal emulator to read.
     #[derive(Clone, Default)]
-    struct Wire(Arc<Mutex<Vec<u8>>>);
+    pub(crate) struct Wire(pub(crate) Arc<Mutex<Vec<u8>>>);
 
     impl Write for Wire {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -1,27 +1,11 @@
 //! Inline mode against a terminal emulator: what it writes is read by vt100, in-process.
 
-use std::sync::{Arc, Mutex};
-
 use agent_core::{AgentEvent, AgentMessage};
 use llm::{AssistantContent, AssistantMessage, StreamEvent};
 
 use super::*;
+use crate::backend::tests::Wire;
 use crate::status::Status;
-
-/// What the program wrote, for a terminal emulator to read.
-#[derive(Clone, Default)]
-struct Wire(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 struct Rig {
     wire: Wire,
