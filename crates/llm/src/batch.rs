@@ -6,7 +6,8 @@
 //! [`READ_PAUSE`]: what arrives meanwhile is read, parsed and forwarded together, and consecutive
 //! deltas of one content block leave as one event. The first chunk after a quiet spell is read
 //! at once, so the time to the first token is unchanged; a chunk that comes during a pause waits
-//! at most the pause (shorter than the UI's 50 ms streaming frame). A server that keeps up
+//! at most the pause. The pause is as long as the UI's streaming frame, which draws a batch in
+//! the wake-up it arrives in: one wake-up per frame, not one for the batch and one for the frame. A server that keeps up
 //! with reading (a fast local model, a reply sent all at once) is never paused: once a stretch
 //! of reading found [`FLOOD_CHUNKS`] chunks at hand, the reader waits only on the network, so the
 //! last byte is read as soon as it lands instead of up to a pause later.
@@ -20,10 +21,10 @@ use crate::StreamEvent;
 use crate::http::Sender;
 
 /// How long reading waits, once caught up, before it reads again.
-pub(crate) const READ_PAUSE: Duration = Duration::from_millis(40);
+pub(crate) const READ_PAUSE: Duration = Duration::from_millis(50);
 
 /// A stretch of reading that found this many chunks at hand means the server sends faster than
-/// a model paced like a real one (one chunk per 10–50 ms fills a 40 ms pause with 1–4).
+/// a model paced like a real one (one chunk per 10–50 ms fills a 50 ms pause with 1–5).
 pub(crate) const FLOOD_CHUNKS: usize = 8;
 
 /// A batch is sent on after this many chunks even if more are at hand, so a flood (a fast

@@ -131,7 +131,7 @@ async fn streams_text_thinking_and_usage() {
 
 #[tokio::test]
 async fn pieces_that_arrive_while_reading_pauses_go_on_as_one_delta() {
-    // 24 pieces 5 ms apart: reading pauses 40 ms once caught up, so most pieces are read
+    // 24 pieces 5 ms apart: reading pauses 50 ms once caught up, so most pieces are read
     // together with others. One delta per piece would mean every piece woke the whole chain.
     let text = "abcdefghijklmnopqrstuvwx".repeat(2);
     let server = serve(vec![Reply::text(&text).with_chunk_size(2).with_delay_ms(5)]).await;

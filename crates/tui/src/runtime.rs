@@ -30,6 +30,10 @@ use crate::{terminal, ui};
 /// at a time still reads as a smooth stream).
 const INPUT_FRAME: Duration = Duration::from_millis(16);
 const STREAM_FRAME: Duration = Duration::from_millis(50);
+/// A paced stream arrives in batches, one per read pause (as long as a streaming frame). A
+/// batch that comes this long after the last frame is drawn at once, in the same wake-up,
+/// instead of by a timer a few milliseconds later: half the wake-ups for the same frames.
+const BATCH_FRAME: Duration = Duration::from_millis(35);
 const SPINNER_TICK: Duration = Duration::from_millis(80);
 /// Most files offered by the `@` picker.
 const MAX_FILES: usize = 20_000;
@@ -156,10 +160,13 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     // the input rate.
     let mut typed = false;
     let mut choices = Choices::default();
+    // The agent's events woke the loop (not the frame timer).
+    let mut batch = false;
 
     loop {
         let frame_every = if typed { INPUT_FRAME } else { STREAM_FRAME };
-        if app.dirty && last_frame.elapsed() >= frame_every {
+        let since = last_frame.elapsed();
+        if app.dirty && (since >= frame_every || batch && since >= BATCH_FRAME) {
             typed = false;
             display.draw(&mut app, &mut input)?;
             app.dirty = false;
@@ -175,6 +182,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         // A frame is due at `wake`: the agent's events wait for it in their channel (in order)
         // and are applied together then, instead of waking this loop for every delta.
         let holding = app.dirty;
+        batch = false;
         let mut actions = Vec::new();
         tokio::select! {
             event = terminal_events.next() => {
@@ -201,6 +209,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 }
             }
             Some(event) = agent_events.recv(), if !holding => {
+                batch = true;
                 actions = app.on_event(&event);
                 // Coalesce: take everything already waiting before the next frame.
                 while let Ok(event) = agent_events.try_recv() {
