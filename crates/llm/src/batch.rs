@@ -7,10 +7,11 @@
 //! deltas of one content block leave as one event. The first chunk after a quiet spell is read
 //! at once, so the time to the first token is unchanged; a chunk that comes during a pause waits
 //! at most the pause. The pause is as long as the UI's streaming frame, which draws a batch in
-//! the wake-up it arrives in: one wake-up per frame, not one for the batch and one for the frame. A server that keeps up
-//! with reading (a fast local model, a reply sent all at once) is never paused: once a stretch
-//! of reading found [`FLOOD_CHUNKS`] chunks at hand, the reader waits only on the network, so the
-//! last byte is read as soon as it lands instead of up to a pause later.
+//! the wake-up it arrives in: one wake-up per frame, not one for the batch and one for the
+//! frame. A server that keeps up with reading (a fast local model, a reply sent all at once)
+//! is never paused: once a stretch of reading found [`FLOOD_CHUNKS`] chunks at hand, the reader
+//! waits only on the network, so the last byte is read as soon as it lands instead of up to a
+//! pause later.
 
 use std::task::Poll;
 use std::time::Duration;
