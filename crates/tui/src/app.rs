@@ -100,6 +100,7 @@ pub struct App {
     pub last_run: Option<agent_core::RunSummary>,
     pub editor: Editor,
     pub status: Status,
+    pub status_line: crate::status::LineCache,
     /// Transcript lines scrolled up from the bottom; 0 follows new output.
     pub scroll: usize,
     /// Transcript height at the last frame, to keep a scrolled view still.
@@ -142,6 +143,7 @@ impl App {
             tool_views: HashMap::new(),
             editor: Editor::new(),
             status,
+            status_line: Default::default(),
             scroll: 0,
             transcript_total: 0,
             expand_tools: false,

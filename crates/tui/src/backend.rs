@@ -42,7 +42,7 @@ pub struct Out {
 impl Out {
     /// Writes to stdout; the screen is `size` now.
     pub fn new(size: Size) -> Self {
-        Self::to(Box::new(std::io::stdout()), size)
+        Self::to(raw_stdout(), size)
     }
 
     /// Writes to `writer` (a terminal emulator, in tests).
@@ -62,6 +62,17 @@ impl Out {
     /// The terminal was resized (a resize event).
     pub fn set_size(&mut self, width: u16, height: u16) {
         self.size = Size::new(width, height);
+    }
+}
+
+/// Stdout without the standard library's line buffering, which split every frame into two
+/// writes (up to its last newline, then the rest) and so two system calls; frames are
+/// buffered here already. A duplicate of the descriptor, so dropping it leaves stdout open.
+fn raw_stdout() -> Box<dyn Write + Send> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use llm::{ThinkingLevel, Usage};
 use unicode_width::UnicodeWidthStr;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Status {
     pub model: String,
     pub thinking: Option<ThinkingLevel>,
@@ -114,6 +114,23 @@ impl Status {
             parts.retain(|(part, _)| *part != drop);
         }
         crate::wrap::truncate(&joined(&parts), width)
+    }
+}
+
+/// The status line as last laid out, kept while neither the status nor the width changes:
+/// laying it out again for every streaming frame was a visible share of the frame.
+#[derive(Debug, Default)]
+pub struct LineCache {
+    laid_out: Option<(usize, Status, String)>,
+}
+
+impl LineCache {
+    pub fn line(&mut self, status: &Status, width: usize) -> &str {
+        let fresh = matches!(&self.laid_out, Some((w, s, _)) if *w == width && s == status);
+        if !fresh {
+            self.laid_out = Some((width, status.clone(), status.line(width)));
+        }
+        self.laid_out.as_ref().map_or("", |(_, _, text)| text)
     }
 }
 
@@ -226,6 +243,31 @@ fn git_branch(cwd: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kept_line_follows_the_status_and_the_width() {
+        let mut status = Status {
+            model: "gpt-5".into(),
+            cwd: "~/repo".into(),
+            context_window: 200_000,
+            ..Status::default()
+        };
+        let mut cache = LineCache::default();
+        assert_eq!(cache.line(&status, 80), status.line(80));
+        status.add_usage(&Usage {
+            input: 1_500,
+            output: 20,
+            cost: 0.25,
+            ..Usage::default()
+        });
+        let line = cache.line(&status, 80).to_string();
+        assert!(line.contains("$0.250"), "{line}");
+        assert_eq!(line, status.line(80));
+        status.model = "claude".into();
+        assert_eq!(cache.line(&status, 80), status.line(80));
+        assert_eq!(cache.line(&status, 20), status.line(20));
+        assert_ne!(status.line(20), status.line(80));
+    }
 
     #[test]
     fn formats_tokens_cost_and_context() {

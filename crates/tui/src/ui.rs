@@ -121,15 +121,20 @@ fn draw_bottom(
     bottom: Bottom,
     area: Rect,
 ) -> Rect {
-    let [transcript, live, asking, queue, editor, status] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(bottom.live),
-        Constraint::Length(bottom.question_rows),
-        Constraint::Length(bottom.queue),
-        Constraint::Length(bottom.editor),
-        Constraint::Length(1),
-    ])
-    .areas(area);
+    // Stacked from the bottom up by hand (a layout solver per frame cost more than the rest
+    // of this function); on a screen too short for all of it the rows nearest the bottom win.
+    let mut top = area.bottom();
+    let mut take = |rows: u16| {
+        let rows = rows.min(top - area.y);
+        top -= rows;
+        Rect::new(area.x, top, area.width, rows)
+    };
+    let status = take(1);
+    let editor = take(bottom.editor);
+    let queue = take(bottom.queue);
+    let asking = take(bottom.question_rows);
+    let live = take(bottom.live);
+    let transcript = Rect::new(area.x, area.y, area.width, top - area.y);
     draw_live_line(buf, app, input, live);
     if let Some(mut lines) = bottom.question {
         // Too tall: the middle (the diff) gives way, the keys that answer stay.
@@ -314,9 +319,9 @@ fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) {
     }
 }
 
-fn draw_status(buf: &mut Buffer, app: &App, area: Rect) {
-    let text = app.status.line(usize::from(area.width));
-    Paragraph::new(Line::styled(text, Style::new().fg(Color::DarkGray))).render(area, buf);
+fn draw_status(buf: &mut Buffer, app: &mut App, area: Rect) {
+    let text = app.status_line.line(&app.status, usize::from(area.width));
+    Line::styled(text, Style::new().fg(Color::DarkGray)).render(area, buf);
 }
 
 /// Most rows a popup shows; the list scrolls to keep the selection visible.
