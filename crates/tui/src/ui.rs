@@ -121,8 +121,9 @@ fn draw_bottom(
     bottom: Bottom,
     area: Rect,
 ) -> Rect {
-    // Stacked from the bottom up by hand (a layout solver per frame cost more than the rest
-    // of this function); on a screen too short for all of it the rows nearest the bottom win.
+    // Stacked from the bottom up by hand: ratatui's layout solver, run every frame, was a
+    // sixth of this function. On a screen too short for all of it the rows nearest the bottom
+    // win.
     let mut top = area.bottom();
     let mut take = |rows: u16| {
         let rows = rows.min(top - area.y);
