@@ -70,16 +70,12 @@ async fn a_session_killed_during_a_tool_run_continues_with_the_call_closed() {
             .is_some_and(|path| session_text(path).contains("\"tool_call\""))
     })
     .await;
-    wait_until(30, "the command started", || pid_file.exists()).await;
+    // The shell's pid written, not only the file created: the redirect creates it before
+    // `echo` writes, and a command killed with the agent in between never would.
+    let pgid = command_pid(&mut child, &pid_file).await;
     child.kill().unwrap(); // SIGKILL: no clean-up runs.
     child.wait().unwrap();
     // The command may outlive the agent: end its whole group so nothing outlives the test.
-    let pgid: i32 = loop {
-        if let Ok(pid) = std::fs::read_to_string(&pid_file).unwrap().trim().parse() {
-            break pid;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
     // SAFETY: a plain signal to the process group of the command this test had started.
     unsafe { libc::killpg(pgid, libc::SIGKILL) };
     let path = env.sessions()[0].clone();
