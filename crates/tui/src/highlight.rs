@@ -1,38 +1,68 @@
 //! Syntax highlighting of fenced code blocks with syntect, a line at a time: the parser's state
 //! carries from one line to the next, so a streaming block highlights each line once.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, Theme, ThemeSet};
-use syntect::parsing::SyntaxSet;
+use syntect::highlighting::{
+    FontStyle, HighlightIterator, HighlightState, Highlighter as Styler, Theme, ThemeSet,
+};
+use syntect::parsing::{ParseState, ScopeStack, SyntaxReference, SyntaxSet};
 
 struct Assets {
     syntaxes: SyntaxSet,
-    theme: Theme,
+    /// The theme's selectors, sorted once: building them for every block was a tenth of
+    /// what highlighting a short block cost.
+    styler: Styler<'static>,
+    /// The syntax each language token named, found once (finding it is a walk over all the
+    /// syntaxes' names and extensions).
+    found: Mutex<HashMap<String, Option<&'static SyntaxReference>>>,
 }
 
 /// Loaded on the first code block, not at start-up.
 fn assets() -> &'static Assets {
+    static THEME: OnceLock<Theme> = OnceLock::new();
     static ASSETS: OnceLock<Assets> = OnceLock::new();
     ASSETS.get_or_init(|| {
-        let mut themes = ThemeSet::load_defaults();
-        let theme = themes
-            .themes
-            .remove("base16-ocean.dark")
-            .unwrap_or_else(|| themes.themes.into_values().next().unwrap_or_default());
+        let theme = THEME.get_or_init(|| {
+            let mut themes = ThemeSet::load_defaults();
+            themes
+                .themes
+                .remove("base16-ocean.dark")
+                .unwrap_or_else(|| themes.themes.into_values().next().unwrap_or_default())
+        });
         Assets {
             syntaxes: SyntaxSet::load_defaults_newlines(),
-            theme,
+            styler: Styler::new(theme),
+            found: Mutex::new(HashMap::new()),
         }
     })
 }
 
+/// The syntax for a fence's language token, if syntect knows it.
+fn syntax(lang: &str) -> Option<&'static SyntaxReference> {
+    let assets = assets();
+    let mut found = assets.found.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = found.get(lang) {
+        return *known;
+    }
+    let syntax = assets
+        .syntaxes
+        .find_syntax_by_token(lang)
+        .or_else(|| assets.syntaxes.find_syntax_by_extension(lang));
+    // Tokens come from the model's fences: bounded, so a reply cannot grow the table forever.
+    if found.len() < 256 {
+        found.insert(lang.to_string(), syntax);
+    }
+    syntax
+}
+
 /// Highlights the lines of one code block in order.
 pub struct Highlighter {
-    lines: HighlightLines<'static>,
+    parse: ParseState,
+    styles: HighlightState,
 }
 
 impl Highlighter {
@@ -42,13 +72,10 @@ impl Highlighter {
         if lang.is_empty() {
             return None;
         }
-        let assets = assets();
-        let syntax = assets
-            .syntaxes
-            .find_syntax_by_token(lang)
-            .or_else(|| assets.syntaxes.find_syntax_by_extension(lang))?;
+        let syntax = syntax(lang)?;
         Some(Self {
-            lines: HighlightLines::new(syntax, &assets.theme),
+            parse: ParseState::new(syntax),
+            styles: HighlightState::new(&assets().styler, ScopeStack::new()),
         })
     }
 
@@ -62,15 +89,16 @@ impl Highlighter {
             owned = format!("{line}\n");
             &owned
         };
-        let ranges = self.lines.highlight_line(line, &assets().syntaxes).ok()?;
-        let spans: Vec<Span<'static>> = ranges
-            .into_iter()
-            .map(|(style, text)| {
-                let text = text.trim_end_matches(['\n', '\r']).to_string();
-                Span::styled(text, convert(style))
-            })
-            .filter(|s| !s.content.is_empty())
-            .collect();
+        let assets = assets();
+        let ops = self.parse.parse_line(line, &assets.syntaxes).ok()?;
+        let spans: Vec<Span<'static>> =
+            HighlightIterator::new(&mut self.styles, &ops, line, &assets.styler)
+                .map(|(style, text)| {
+                    let text = text.trim_end_matches(['\n', '\r']).to_string();
+                    Span::styled(text, convert(style))
+                })
+                .filter(|s| !s.content.is_empty())
+                .collect();
         Some(Line::from(spans))
     }
 }
