@@ -75,6 +75,24 @@ fn a_prompt_streams_and_renders_markdown() {
     assert!(screen.contains("mock-model"), "status line: {screen}");
 }
 
+/// A prompt typed and sent while the program starts (before its terminal is in raw mode) is
+/// sent, not left in the editor with a new line where the Enter was.
+#[test]
+fn a_prompt_typed_before_start_up_is_sent() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Typed ahead and answered.")],
+        }))
+        .unwrap();
+    let session = Session::start_typed_ahead(&server, "early bird\r");
+    session.wait_for("Typed ahead and answered.");
+    let screen = session.contents();
+    assert!(screen.contains("› early bird"), "{screen}");
+    let requests = rt.block_on(server.wait_for_requests(1, WAIT)).unwrap();
+    assert_eq!(last_content(&requests[0].body), "early bird");
+}
+
 #[test]
 fn enter_during_a_tool_call_steers_the_next_request() {
     enter_during_a_tool_call_steers_the_next_request_in(&[]);

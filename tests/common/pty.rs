@@ -71,6 +71,16 @@ impl Session {
         Self::spawn(command, (rows, cols), (dir, home))
     }
 
+    /// With `keys` typed before the program starts: the terminal is still in its cooked mode
+    /// then, so an Enter among them reaches the program as a newline (ICRNL), as when a user
+    /// types while it starts up.
+    pub fn start_typed_ahead(server: &MockServer, keys: &str) -> Self {
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        Self::spawn_after(command, (ROWS, COLS), dirs, keys.as_bytes())
+    }
+
     /// Runs the binary with exactly `args` and `env` (no mock flags): for the first run, and
     /// for detection, where the environment says where the servers are.
     pub fn start_bare(args: &[&str], env: &[(&str, &str)]) -> Self {
@@ -85,9 +95,19 @@ impl Session {
     }
 
     fn spawn(
+        command: CommandBuilder,
+        size: (u16, u16),
+        dirs: (tempfile::TempDir, tempfile::TempDir),
+    ) -> Self {
+        Self::spawn_after(command, size, dirs, b"")
+    }
+
+    /// Spawns the program once `typed` is in the terminal's input.
+    fn spawn_after(
         mut command: CommandBuilder,
         (rows, cols): (u16, u16),
         (dir, home): (tempfile::TempDir, tempfile::TempDir),
+        typed: &[u8],
     ) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
@@ -110,10 +130,13 @@ impl Session {
             command.env("CODING_AGENT_LOCAL_PROBES", "");
         }
         command.env("CODING_AGENT_HOME", home.path());
+        let mut writer = pty.master.take_writer().unwrap();
+        // The open slave's line discipline takes these in now, with its default settings.
+        writer.write_all(typed).unwrap();
+        writer.flush().unwrap();
         let child = pty.slave.spawn_command(command).unwrap();
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = pty.master.take_writer().unwrap();
         let screen = Arc::new(Mutex::new(vt100::Parser::new(
             nonzero(rows),
             nonzero(cols),

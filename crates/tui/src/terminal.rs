@@ -2,7 +2,7 @@
 //! an error, a panic.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -58,9 +58,16 @@ pub enum Screen {
 /// Whether the alternate screen and mouse capture are on, so `restore` undoes exactly that.
 static ALTERNATE: AtomicBool = AtomicBool::new(false);
 
+/// How many bytes of the terminal's input were typed before raw mode went on, and not read
+/// yet. The line discipline had already turned each Enter among them into a newline (ICRNL),
+/// which raw mode reads as Ctrl+J: the input reader takes those for Enter.
+pub(crate) static TYPED_AHEAD: AtomicUsize = AtomicUsize::new(0);
+
 pub fn enter(screen: Screen) -> std::io::Result<Guard> {
     let hook = hold_panics();
     enable_raw_mode()?;
+    // Counted after raw mode is on: before, a line not ended yet is not counted.
+    TYPED_AHEAD.store(pending_input(), Ordering::SeqCst);
     let guard = Guard { _hook: hook };
     let mut stdout = std::io::stdout();
     execute!(stdout, EnableBracketedPaste)?;
@@ -74,6 +81,18 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
         PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
     );
     Ok(guard)
+}
+
+/// Bytes waiting to be read from the terminal on stdin (0 when stdin is not a terminal).
+fn pending_input() -> usize {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD stores one int at the pointer, which is valid for the call.
+    let asked = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut count) };
+    if asked == 0 {
+        usize::try_from(count).unwrap_or(0)
+    } else {
+        0
+    }
 }
 
 /// A full-screen terminal on the alternate screen (entered by [`enter`]).

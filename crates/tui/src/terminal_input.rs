@@ -9,8 +9,9 @@
 //! UI loop wakes for every streamed delta, so polling it there cost CPU per delta.
 
 use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
-use crossterm::event::{Event, EventStream};
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyModifiers};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
@@ -34,7 +35,10 @@ impl TerminalInput {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(async move {
                 let mut stream = EventStream::new();
-                while let Some(event) = stream.next().await {
+                while let Some(mut event) = stream.next().await {
+                    if let Ok(Event::Key(key)) = &mut event {
+                        typed_ahead(key);
+                    }
                     let failed = event.is_err();
                     if tx.send(event).is_err() || failed {
                         break;
@@ -63,6 +67,53 @@ impl Drop for TerminalInput {
     }
 }
 
+/// A key read from what was typed before raw mode went on (see
+/// [`TYPED_AHEAD`](crate::terminal::TYPED_AHEAD)): a Ctrl+J there was an Enter, so a prompt
+/// typed while the program started is sent, not left with a new line in the editor.
+fn typed_ahead(key: &mut KeyEvent) {
+    let ahead = &crate::terminal::TYPED_AHEAD;
+    let left = ahead.load(Ordering::SeqCst);
+    if left == 0 {
+        return;
+    }
+    // The bytes the key came as: a character's own (with the ESC Alt adds), one for a control
+    // key, an escape sequence (three, the shortest) for the rest.
+    let bytes = match key.code {
+        KeyCode::Char(c) => c.len_utf8() + usize::from(key.modifiers.contains(KeyModifiers::ALT)),
+        KeyCode::Enter | KeyCode::Tab | KeyCode::Backspace | KeyCode::Esc => 1,
+        _ => 3,
+    };
+    if key.code == KeyCode::Char('j') && key.modifiers == KeyModifiers::CONTROL {
+        *key = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+    }
+    ahead.store(left.saturating_sub(bytes), Ordering::SeqCst);
+}
+
 fn idle() -> std::sync::MutexGuard<'static, Option<Receiver>> {
     IDLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_ctrl_j_typed_before_raw_mode_is_an_enter() {
+        let ahead = &crate::terminal::TYPED_AHEAD;
+        // "é", Enter (as a newline), "x": four bytes.
+        ahead.store(4, Ordering::SeqCst);
+        let ctrl_j = KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL);
+        let mut keys = [
+            KeyEvent::from(KeyCode::Char('é')),
+            ctrl_j,
+            KeyEvent::from(KeyCode::Char('x')),
+            ctrl_j,
+        ];
+        for key in &mut keys {
+            typed_ahead(key);
+        }
+        assert_eq!(keys[1], KeyEvent::from(KeyCode::Enter));
+        assert_eq!(keys[3], ctrl_j, "typed after start-up: still Ctrl+J");
+        assert_eq!(ahead.load(Ordering::SeqCst), 0);
+    }
 }
