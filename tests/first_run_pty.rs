@@ -119,7 +119,7 @@ fn the_model_picker_lists_the_running_local_servers_models_live() {
     session.wait_for("openai/gpt-5");
     // Up from the first entry wraps to the last: the local model, listed after the registry's.
     session.send("\x1b[A");
-    session.wait_for("ollama/qwen3:8b  32.8k ctx");
+    session.wait_for("ollama/qwen3:8b  32k ctx");
     session.send("\r");
     session.wait_for("ollama · qwen3:8b · 32k ctx");
 }

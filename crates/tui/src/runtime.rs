@@ -615,7 +615,7 @@ fn perform(
                         .map(|m| {
                             let what = format!(
                                 "{} ctx · ${}/${} per M",
-                                crate::status::tokens(m.context_window),
+                                crate::status::window(m.context_window),
                                 m.cost.input,
                                 m.cost.output
                             );

@@ -81,7 +81,7 @@ impl Status {
             let percent = self.context_tokens as f64 * 100.0 / self.context_window as f64;
             out.push((
                 Part::Context,
-                format!("{percent:.0}% of {}", tokens(self.context_window)),
+                format!("{percent:.0}% of {}", window(self.context_window)),
             ));
         }
         out
@@ -198,15 +198,28 @@ fn stop_name(reason: llm::StopReason) -> &'static str {
 /// per launch; a hosted model by its id.
 pub fn model_label(model: &llm::Model) -> String {
     if llm::is_local_url(&model.base_url) {
-        let window = match model.context_window {
-            n if n >= 1_024 => format!("{}k", n / 1_024),
-            n => n.to_string(),
-        };
         // llama.cpp names its model by the file's path: its name is what tells it apart.
         let name = model.id.rsplit('/').next().unwrap_or(&model.id);
-        format!("{} · {name} · {window} ctx", model.provider)
+        format!(
+            "{} · {name} · {} ctx",
+            model.provider,
+            window(model.context_window)
+        )
     } else {
         model.id.clone()
+    }
+}
+
+/// A context window, written the same way wherever it is shown: a round number as one
+/// ("200k", "1M"; providers size windows in thousands), a whole number of binary thousands as
+/// those (local servers size theirs so: `num_ctx` 40960 is "40k"), anything else as
+/// [`tokens`] writes counts.
+pub fn window(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n if n >= 1_024 && n % 1_024 == 0 => format!("{}k", n / 1_024),
+        n => tokens(n),
     }
 }
 
@@ -294,9 +307,37 @@ mod tests {
                 "~/repo (main)",
                 "↑50.0k ↓300",
                 "$0.012",
-                "25% of 200.0k"
+                "25% of 200k"
             ]
         );
+    }
+
+    #[test]
+    fn a_local_models_window_reads_the_same_in_its_label_and_its_context_share() {
+        let model = llm::Model {
+            id: "qwen3:8b".into(),
+            provider: "ollama".into(),
+            api: llm::Api::OpenaiCompletions,
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            context_window: 4_096,
+            max_output: 1_024,
+            reasoning: false,
+            cost: llm::ModelCost::default(),
+        };
+        let status = Status {
+            model: model_label(&model),
+            context_window: model.context_window,
+            ..Status::default()
+        };
+        let line = status.line(200);
+        assert!(line.starts_with("ollama · qwen3:8b · 4k ctx"), "{line}");
+        assert!(line.ends_with("0% of 4k"), "{line}");
+        assert_eq!(window(131_072), "128k");
+        assert_eq!(window(128_000), "128k");
+        assert_eq!(window(1_000_000), "1M");
+        assert_eq!(window(40_960), "40k");
+        assert_eq!(window(100_500), "100.5k");
+        assert_eq!(window(512), "512");
     }
 
     #[test]
@@ -313,7 +354,7 @@ mod tests {
         assert_eq!(status.line(200), full);
         let narrow = status.line(full.chars().count() - 1);
         assert!(!narrow.contains("~/src/project"), "{narrow}");
-        assert!(narrow.ends_with("0% of 400.0k"), "{narrow}");
+        assert!(narrow.ends_with("0% of 400k"), "{narrow}");
         assert_eq!(status.line(16), "gpt-5");
         assert_eq!(status.line(3), "gp…");
     }
