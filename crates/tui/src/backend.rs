@@ -7,7 +7,8 @@
 //! Cells are written by hand rather than by crossterm's backend: it prints every cell through
 //! `fmt` (a `queue!` per cell), which was most of the cost of printing a long reply into the
 //! scrollback. Here a cell's text is copied straight into the buffer and escape sequences are
-//! written only where the position or the style changes.
+//! written only where the position or the style changes. A line of plain ASCII printed into
+//! the scrollback skips the cells altogether: it is written a span at a time ([`Out::run`]).
 
 use std::io::{BufWriter, Write};
 
@@ -19,7 +20,7 @@ use crossterm::style::{
 use ratatui::backend::{Backend, ClearType, CrosstermBackend, IntoCrossterm, WindowSize};
 use ratatui::buffer::Cell;
 use ratatui::layout::{Position, Size};
-use ratatui::style::{Color, Modifier};
+use ratatui::style::{Color, Modifier, Style};
 
 /// Each modifier with the attribute that turns it on.
 const ATTRIBUTES: [(Modifier, Attribute); 9] = [
@@ -90,6 +91,91 @@ impl Write for Out {
     }
 }
 
+impl Out {
+    /// Writes `text` (no control characters, one column a byte) from the cursor in `style`,
+    /// with the escape sequences for what differs from the style `pen` left set.
+    pub fn run(&mut self, pen: &mut Pen, text: &str, style: Style) -> std::io::Result<()> {
+        let out = &mut self.inner;
+        pen.set(
+            out,
+            style.fg.unwrap_or(Color::Reset),
+            style.bg.unwrap_or(Color::Reset),
+            style.underline_color.unwrap_or(Color::Reset),
+            style.add_modifier - style.sub_modifier,
+        )?;
+        out.write_all(text.as_bytes())
+    }
+
+    /// Ends a sequence of [`Out::run`]s: the terminal is left with no style set.
+    pub fn end_runs(&mut self, pen: Pen) -> std::io::Result<()> {
+        pen.finish(&mut self.inner)
+    }
+}
+
+/// The style the terminal was last told to write in, so that each cell or run of text sets
+/// only what changed; starts plain.
+#[derive(Default)]
+pub struct Pen {
+    fg: Color,
+    bg: Color,
+    underline: Color,
+    modifier: Modifier,
+    /// A style was set, to be reset at the end (a plain row needs no escape at all).
+    styled: bool,
+}
+
+impl Pen {
+    fn set(
+        &mut self,
+        out: &mut impl Write,
+        fg: Color,
+        bg: Color,
+        underline: Color,
+        modifier: Modifier,
+    ) -> std::io::Result<()> {
+        if modifier != self.modifier {
+            // Taking an attribute away has no one code that works everywhere (bold and dim
+            // share one): start from the plain style and add what the cell has.
+            if !(self.modifier - modifier).is_empty() {
+                queue!(out, SetAttribute(Attribute::Reset))?;
+                (self.fg, self.bg, self.underline) = (Color::Reset, Color::Reset, Color::Reset);
+                self.modifier = Modifier::empty();
+            }
+            for (flag, attribute) in ATTRIBUTES {
+                if modifier.contains(flag) && !self.modifier.contains(flag) {
+                    queue!(out, SetAttribute(attribute))?;
+                    self.styled = true;
+                }
+            }
+            self.modifier = modifier;
+        }
+        if fg != self.fg {
+            queue!(out, SetForegroundColor(fg.into_crossterm()))?;
+            self.fg = fg;
+            self.styled = true;
+        }
+        if bg != self.bg {
+            queue!(out, SetBackgroundColor(bg.into_crossterm()))?;
+            self.bg = bg;
+            self.styled = true;
+        }
+        if underline != self.underline {
+            queue!(out, SetUnderlineColor(underline.into_crossterm()))?;
+            self.underline = underline;
+            self.styled = true;
+        }
+        Ok(())
+    }
+
+    fn finish(self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.styled {
+            // Reset turns off the attributes and the colors.
+            queue!(out, SetAttribute(Attribute::Reset))?;
+        }
+        Ok(())
+    }
+}
+
 impl Backend for Out {
     type Error = std::io::Error;
 
@@ -98,59 +184,20 @@ impl Backend for Out {
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
         let out = &mut self.inner;
-        let (mut fg, mut bg, mut underline) = (Color::Reset, Color::Reset, Color::Reset);
-        let mut modifier = Modifier::empty();
+        let mut pen = Pen::default();
         // Where the terminal's cursor is after the last cell written.
         let mut at: Option<(u16, u16)> = None;
-        // A style was set, to be reset at the end (a plain row needs no escape at all).
-        let mut styled = false;
         for (x, y, cell) in content {
             if at != Some((x, y)) {
                 queue!(out, MoveTo(x, y))?;
             }
-            if cell.modifier != modifier {
-                // Taking an attribute away has no one code that works everywhere (bold and
-                // dim share one): start from the plain style and add what the cell has.
-                if !(modifier - cell.modifier).is_empty() {
-                    queue!(out, SetAttribute(Attribute::Reset))?;
-                    (fg, bg, underline) = (Color::Reset, Color::Reset, Color::Reset);
-                    modifier = Modifier::empty();
-                }
-                for (flag, attribute) in ATTRIBUTES {
-                    if cell.modifier.contains(flag) && !modifier.contains(flag) {
-                        queue!(out, SetAttribute(attribute))?;
-                        styled = true;
-                    }
-                }
-                modifier = cell.modifier;
-            }
-            if cell.fg != fg {
-                queue!(out, SetForegroundColor(cell.fg.into_crossterm()))?;
-                fg = cell.fg;
-                styled = true;
-            }
-            if cell.bg != bg {
-                queue!(out, SetBackgroundColor(cell.bg.into_crossterm()))?;
-                bg = cell.bg;
-                styled = true;
-            }
-            if cell.underline_color != underline {
-                queue!(
-                    out,
-                    SetUnderlineColor(cell.underline_color.into_crossterm())
-                )?;
-                underline = cell.underline_color;
-                styled = true;
-            }
+            pen.set(out, cell.fg, cell.bg, cell.underline_color, cell.modifier)?;
             out.write_all(cell.symbol().as_bytes())?;
             // After a wide character the next cell is two columns on and gets a move of its
             // own, which puts the cursor right even where the terminal disagrees on the width.
             at = Some((x.saturating_add(1), y));
         }
-        if styled {
-            // Reset turns off the attributes and the colors.
-            queue!(out, SetAttribute(Attribute::Reset))?;
-        }
+        pen.finish(out)?;
         Ok(())
     }
 

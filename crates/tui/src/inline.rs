@@ -14,15 +14,16 @@ use crossterm::queue;
 use crossterm::terminal::{Clear, ClearType};
 use ratatui::backend::Backend;
 use ratatui::buffer::{Buffer, Cell};
+use ratatui::layout::Alignment;
 use ratatui::layout::{Rect, Size};
-use ratatui::style::Color;
-use ratatui::text::Line;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::App;
-use crate::backend::Out;
+use crate::backend::{Out, Pen};
 use crate::input::InputState;
 use crate::printed::{self, Pending};
 use crate::ui;
@@ -332,19 +333,82 @@ impl Inline {
             let room = usize::from(self.height - self.content);
             let (now, later) = rest.split_at(room.min(rest.len()));
             for (row, line) in (self.content..).zip(now) {
-                buffer.reset();
-                line.render(buffer.area, &mut buffer);
-                // Trailing blanks are not written, so copying a line from the terminal does
-                // not pick up a row of spaces.
-                let used = text_end(&buffer.content);
                 queue!(self.out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
-                self.out.draw(row_cells(&buffer.content[..used], row))?;
+                if !write_runs(&mut self.out, line, self.width)? {
+                    write_cells(&mut self.out, &mut buffer, line, row)?;
+                }
             }
             self.advance(now.len() as u16);
             rest = later;
         }
         Ok(())
     }
+}
+
+/// Writes `line` at `row` (erased) through `buffer`, a row of cells as wide as the screen.
+fn write_cells(
+    out: &mut Out,
+    buffer: &mut Buffer,
+    line: &Line<'_>,
+    row: u16,
+) -> std::io::Result<()> {
+    buffer.reset();
+    line.render(buffer.area, buffer);
+    // Trailing blanks are not written, so copying a line from the terminal does not pick up a
+    // row of spaces.
+    let used = text_end(&buffer.content);
+    out.draw(row_cells(&buffer.content[..used], row))
+}
+
+/// Writes `line` from the cursor (at the start of an erased row) as runs of text, a span
+/// each, instead of through a row of cells: most lines printed into the scrollback are plain
+/// ASCII, and a reply printed in one burst or a resumed conversation is thousands of them.
+/// What reaches the terminal is what drawing the line into cells and writing those would
+/// give, trailing blanks left out as there. `false`, with nothing written, for a line this does
+/// not cover: anything but printable ASCII (graphemes, wide and control characters are the
+/// cells' business), a line style with a background or attributes (it colours the whole row),
+/// an alignment, a line wider than the screen.
+fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<bool> {
+    let printable = |text: &str| text.bytes().all(|b| (b' '..=b'~').contains(&b));
+    if !matches!(line.alignment, None | Some(Alignment::Left))
+        || line.style.bg.is_some_and(|bg| bg != Color::Reset)
+        || !line.style.add_modifier.is_empty()
+        || !line.spans.iter().all(|span| printable(&span.content))
+        || line.spans.iter().map(|s| s.content.len()).sum::<usize>() > usize::from(width)
+    {
+        return Ok(false);
+    }
+    let style = |span: &Span<'_>| line.style.patch(span.style);
+    // A space shows nothing unless its style has a background or an attribute (see `blank`).
+    let shows_blank = |style: Style| {
+        style.bg.is_some_and(|bg| bg != Color::Reset)
+            || !(style.add_modifier - style.sub_modifier).is_empty()
+    };
+    let mut end = 0;
+    let mut column = 0;
+    for span in &line.spans {
+        let text = if shows_blank(style(span)) {
+            &span.content[..]
+        } else {
+            span.content.trim_end_matches(' ')
+        };
+        if !text.is_empty() {
+            end = column + text.len();
+        }
+        column += span.content.len();
+    }
+    let mut pen = Pen::default();
+    let mut column = 0;
+    for span in &line.spans {
+        if column >= end {
+            break;
+        }
+        let take = span.content.len().min(end - column);
+        out.run(&mut pen, &span.content[..take], style(span))?;
+        column += span.content.len();
+    }
+    out.end_runs(pen)?;
+    Ok(true)
 }
 
 /// The cells of `row` to write, with their positions: the cell a wide character covers is left

@@ -329,3 +329,100 @@ fn resizing_keeps_the_copy_of_the_screen_exact() {
         rig.frame();
     }
 }
+
+/// Lines printed as runs of text reach the terminal exactly as their cells would: the same
+/// characters, styles and colours in every cell, and the same cells left unwritten (trailing
+/// blanks). The ASCII lines take the run path; the others fall back to the cells.
+#[test]
+fn lines_written_as_runs_match_lines_written_as_cells() {
+    use ratatui::style::{Modifier, Stylize};
+    const WIDTH: u16 = 24;
+    let lines: Vec<(Line<'static>, bool)> = vec![
+        (Line::from("hello world   "), true),
+        (
+            Line::from(vec![
+                Span::from("fn").bold(),
+                Span::from(" x "),
+                Span::from("y").red(),
+                Span::from("   "),
+            ]),
+            true,
+        ),
+        (
+            Line::from(vec![Span::from("cursor"), Span::from("  ").reversed()]),
+            true,
+        ),
+        (
+            Line::from(vec![Span::from("bg").on_blue(), Span::from(" ").on_blue()]),
+            true,
+        ),
+        (
+            Line::from(vec![Span::from("dim "), Span::from("not").bold()])
+                .style(Style::new().cyan()),
+            true,
+        ),
+        (
+            Line::from(vec![
+                Span::from("both").bold().italic(),
+                Span::styled(" less", Style::new().remove_modifier(Modifier::BOLD)),
+            ])
+            .style(Style::new().fg(Color::Indexed(200))),
+            true,
+        ),
+        (Line::from(""), true),
+        (Line::from("    "), true),
+        (Line::from("exactly twenty-four cols"), true),
+        (Line::from("中文 and ascii"), false),
+        (Line::from("tab\there"), false),
+        (Line::from("this line is wider than the screen"), false),
+        (Line::from("whole row").style(Style::new().on_blue()), false),
+        (Line::from("right").right_aligned(), false),
+    ];
+    let height = lines.len() as u16;
+    let screen = |runs: bool| {
+        let wire = Wire::default();
+        let mut out = Out::to(Box::new(wire.clone()), Size::new(WIDTH, height));
+        let mut buffer = Buffer::empty(Rect::new(0, 0, WIDTH, 1));
+        for (row, (line, ascii)) in (0..).zip(&lines) {
+            queue!(out, MoveTo(0, row), Clear(ClearType::UntilNewLine)).unwrap();
+            let done = runs && write_runs(&mut out, line, WIDTH).unwrap();
+            assert_eq!(done, runs && *ascii, "{line:?}");
+            if !done {
+                write_cells(&mut out, &mut buffer, line, row).unwrap();
+            }
+        }
+        Write::flush(&mut out).unwrap();
+        let mut terminal =
+            vt100::Parser::new(height.try_into().unwrap(), WIDTH.try_into().unwrap(), 0);
+        terminal.process(&wire.0.lock().unwrap());
+        terminal
+    };
+    let (runs, cells) = (screen(true), screen(false));
+    for y in 0..height {
+        for x in 0..WIDTH {
+            let (a, b) = (
+                runs.screen().cell(y, x).unwrap(),
+                cells.screen().cell(y, x).unwrap(),
+            );
+            let at = format!("cell ({x}, {y}) of {:?}", lines[usize::from(y)].0);
+            assert_eq!(a.contents(), b.contents(), "{at}");
+            assert_eq!(a.has_contents(), b.has_contents(), "{at}");
+            assert_eq!(
+                (a.bold(), a.dim(), a.italic(), a.underline(), a.inverse()),
+                (b.bold(), b.dim(), b.italic(), b.underline(), b.inverse()),
+                "{at}"
+            );
+            assert_eq!(
+                (a.fgcolor(), a.bgcolor()),
+                (b.fgcolor(), b.bgcolor()),
+                "{at}"
+            );
+        }
+    }
+    // What the cell path leaves unwritten, the run path does too: nothing after "world".
+    assert!(!runs.screen().cell(0, 11).unwrap().has_contents());
+    assert!(
+        runs.screen().cell(2, 7).unwrap().has_contents(),
+        "a reversed space shows"
+    );
+}
