@@ -16,7 +16,7 @@ use ratatui::backend::Backend;
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Alignment;
 use ratatui::layout::{Rect, Size};
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -371,23 +371,24 @@ fn write_cells(
 fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<bool> {
     let printable = |text: &str| text.bytes().all(|b| (b' '..=b'~').contains(&b));
     if !matches!(line.alignment, None | Some(Alignment::Left))
-        || line.style.bg.is_some_and(|bg| bg != Color::Reset)
-        || !line.style.add_modifier.is_empty()
+        || space_shows(
+            line.style.bg.unwrap_or(Color::Reset),
+            line.style.add_modifier,
+        )
         || !line.spans.iter().all(|span| printable(&span.content))
         || line.spans.iter().map(|s| s.content.len()).sum::<usize>() > usize::from(width)
     {
         return Ok(false);
     }
     let style = |span: &Span<'_>| line.style.patch(span.style);
-    // A space shows nothing unless its style has a background or an attribute (see `blank`).
-    let shows_blank = |style: Style| {
-        style.bg.is_some_and(|bg| bg != Color::Reset)
-            || !(style.add_modifier - style.sub_modifier).is_empty()
-    };
     let mut end = 0;
     let mut column = 0;
     for span in &line.spans {
-        let text = if shows_blank(style(span)) {
+        let style = style(span);
+        let text = if space_shows(
+            style.bg.unwrap_or(Color::Reset),
+            style.add_modifier - style.sub_modifier,
+        ) {
             &span.content[..]
         } else {
             span.content.trim_end_matches(' ')
@@ -436,7 +437,12 @@ fn text_end(row: &[Cell]) -> usize {
 /// A cell that shows nothing: a space without a background or an attribute (a reversed space
 /// is the editor's cursor).
 fn blank(cell: &Cell) -> bool {
-    cell.symbol() == " " && cell.bg == Color::Reset && cell.modifier.is_empty()
+    cell.symbol() == " " && !space_shows(cell.bg, cell.modifier)
+}
+
+/// Whether a space in this background and with these attributes shows on the screen.
+fn space_shows(bg: Color, modifier: Modifier) -> bool {
+    bg != Color::Reset || !modifier.is_empty()
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ fn resizing_keeps_the_copy_of_the_screen_exact() {
 /// blanks). The ASCII lines take the run path; the others fall back to the cells.
 #[test]
 fn lines_written_as_runs_match_lines_written_as_cells() {
-    use ratatui::style::{Modifier, Stylize};
+    use ratatui::style::{Style, Stylize};
     const WIDTH: u16 = 24;
     let lines: Vec<(Line<'static>, bool)> = vec![
         (Line::from("hello world   "), true),
