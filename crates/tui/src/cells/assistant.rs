@@ -2,6 +2,11 @@
 //! block is laid out once and kept; a code fence is kept line by line (each line highlighted
 //! once, the highlighter's state carried over); only the open block is rendered again, and only
 //! when the text changed. Nothing here grows with the length of the reply per update.
+//!
+//! A delta only appends text and finds where blocks end; rendering and highlighting wait for
+//! [`AssistantCell::rows`], that is for the next frame. A fence's lines are highlighted there in
+//! one go: highlighted one at a time as each delta woke the process, on cold caches, a line
+//! cost about twice as much.
 
 use std::ops::Range;
 
@@ -29,14 +34,16 @@ pub struct AssistantCell {
 
 enum Segment {
     Markdown(Range<usize>),
-    /// A fenced block: its language, the text of its complete lines and how many there are,
-    /// and those of them highlighted but not laid out yet. Laid-out lines are not kept twice:
-    /// a new width highlights the text again.
+    /// A fenced block: its language and the text of its complete lines; of those, the ones
+    /// highlighted so far (`body.start..highlighted`, `lines` of them) and the highlighter's
+    /// state after them, dropped once the block is closed and all of it highlighted.
+    /// Highlighted lines are kept only as laid out: a new width highlights the text again.
     Code {
         lang: String,
         body: Range<usize>,
+        highlighted: usize,
         lines: usize,
-        pending: Vec<Line<'static>>,
+        highlighter: Option<Highlighter>,
     },
 }
 
@@ -44,7 +51,6 @@ struct OpenFence {
     /// The fence characters that close it: at least this many of this character.
     marker: char,
     len: usize,
-    highlighter: Option<Highlighter>,
 }
 
 /// The segments' lines at one width.
@@ -96,16 +102,8 @@ impl AssistantCell {
             if closes(line, fence.marker, fence.len) {
                 self.fence = None;
                 self.done = end;
-            } else if let Some(Segment::Code {
-                body,
-                lines,
-                pending,
-                ..
-            }) = self.segments.last_mut()
-            {
-                pending.push(markdown::code_body(fence.highlighter.as_mut(), line));
+            } else if let Some(Segment::Code { body, .. }) = self.segments.last_mut() {
                 body.end = end;
-                *lines += 1;
                 self.done = end;
             }
             return;
@@ -118,16 +116,13 @@ impl AssistantCell {
             let marker = trimmed.chars().next().unwrap_or('`');
             let len = trimmed.chars().take_while(|&c| c == marker).count();
             let lang = trimmed[len..].trim().to_string();
-            self.fence = Some(OpenFence {
-                marker,
-                len,
-                highlighter: Highlighter::new(&lang),
-            });
+            self.fence = Some(OpenFence { marker, len });
             self.segments.push(Segment::Code {
+                highlighter: Highlighter::new(&lang),
                 lang,
                 body: end..end,
+                highlighted: end,
                 lines: 0,
-                pending: Vec::new(),
             });
             self.done = end;
         } else if is_fence {
@@ -211,26 +206,28 @@ impl AssistantCell {
                 Segment::Code {
                     lang,
                     body,
+                    highlighted,
                     lines,
-                    pending,
+                    highlighter,
                 } => {
                     let mut add = Vec::new();
                     if !layout.started {
                         add.extend(markdown::code_header(lang));
                     }
-                    if layout.open_lines + pending.len() < *lines {
-                        // Laid out before at another width: highlight the text again.
-                        let mut highlighter = Highlighter::new(lang);
-                        for line in self.text[body.clone()].split_inclusive('\n') {
-                            let line = line.trim_end_matches(['\n', '\r']);
-                            let line = markdown::code_body(highlighter.as_mut(), line);
-                            add.extend(markdown::code_wrap(&line, columns));
+                    if layout.open_lines < *lines {
+                        // Laid out before at another width: highlight those lines again.
+                        let mut again = Highlighter::new(lang);
+                        for line in self.text[body.start..*highlighted].split_inclusive('\n') {
+                            add.extend(code_line(again.as_mut(), line, columns));
                         }
-                        pending.clear();
-                    } else {
-                        for line in pending.drain(..) {
-                            add.extend(markdown::code_wrap(&line, columns));
-                        }
+                    }
+                    for line in self.text[*highlighted..body.end].split_inclusive('\n') {
+                        add.extend(code_line(highlighter.as_mut(), line, columns));
+                        *lines += 1;
+                    }
+                    *highlighted = body.end;
+                    if index < whole {
+                        *highlighter = None;
                     }
                     layout.open_lines = *lines;
                     if !add.is_empty() {
@@ -281,6 +278,16 @@ fn closes(line: &str, marker: char, len: usize) -> bool {
     let trimmed = line.trim_start();
     let run = trimmed.chars().take_while(|&c| c == marker).count();
     line.len() - trimmed.len() < 4 && run >= len && trimmed[run..].trim().is_empty()
+}
+
+/// One line of a fence (its newline included or not), highlighted and wrapped.
+fn code_line(
+    highlighter: Option<&mut Highlighter>,
+    line: &str,
+    columns: usize,
+) -> Vec<Line<'static>> {
+    let line = markdown::code_body(highlighter, line.trim_end_matches(['\n', '\r']));
+    markdown::code_wrap(&line, columns)
 }
 
 /// Appends a block's lines with one blank line between blocks.
