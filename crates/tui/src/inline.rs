@@ -45,6 +45,12 @@ pub struct Inline {
     shown: Buffer,
     /// The frame being drawn, over the same rows (kept for its allocation).
     next: Buffer,
+    /// The screen row where the rows under the transcript (spinner, queue, editor, status)
+    /// start, and how many they are, as the last frame drew them. When the region above them
+    /// grows or shrinks they are moved on the terminal (lines inserted or deleted above
+    /// them) rather than written again: a streamed reply scrolls nearly every frame, and
+    /// rewriting them each time was most of what a frame wrote.
+    bottom: Option<(u16, u16)>,
     /// The full-screen transcript, on the alternate screen, while it is open.
     overlay: Option<Terminal<Out>>,
     /// The terminal was resized while the overlay was open.
@@ -71,6 +77,7 @@ impl Inline {
             content: 0,
             shown: Buffer::empty(screen),
             next: Buffer::empty(Rect::default()),
+            bottom: None,
             overlay: None,
             resized: false,
         })
@@ -86,6 +93,7 @@ impl Inline {
         write!(self.out, "{SYNC_BEGIN}")?;
         let view = app.view(self.width);
         let bottom = ui::Bottom::new(app, input, self.width, self.height);
+        let under = bottom.height();
         let room = usize::from(self.height.saturating_sub(bottom.height()));
         let Pending {
             mut rows,
@@ -110,12 +118,16 @@ impl Inline {
         if over > 0 {
             self.scroll(over)?;
         }
+        let under = under.min(height);
+        let under_at = self.content + height - under;
+        self.move_bottom(under_at, under)?;
         let region = Rect::new(0, self.content, self.width, height);
         self.next.resize(self.shown.area);
         self.next.reset();
         let pad = ui::draw_live(&mut self.next, region, app, input, bottom, rows);
         self.write_changes()?;
         std::mem::swap(&mut self.shown, &mut self.next);
+        self.bottom = Some((under_at, under));
         // What is final now sits at the top of the live region exactly as printing it would
         // have put it: it stays there, as part of the conversation, and the region starts under
         // it from the next frame on. Not while a popup is open: it is drawn over the rows above
@@ -130,6 +142,46 @@ impl Inline {
         queue!(self.out, MoveTo(0, self.content))?;
         write!(self.out, "{SYNC_END}")?;
         Write::flush(&mut self.out)
+    }
+
+    /// Moves the rows under the transcript, drawn by the last frame, to `to` on the terminal
+    /// and in `shown` (when there are as many of them as the frame about to be drawn has):
+    /// lines inserted above them push them down, lines deleted above them pull them up. The
+    /// rows this takes off the bottom of the screen, or brings in there, are the live
+    /// region's, drawn again by the frame anyway.
+    fn move_bottom(&mut self, to: u16, rows: u16) -> std::io::Result<()> {
+        let Some((from, drawn)) = self.bottom.take() else {
+            return Ok(());
+        };
+        if drawn != rows || from == to || from.min(to) < self.content {
+            return Ok(());
+        }
+        if from.max(to) + rows > self.height {
+            return Ok(());
+        }
+        let width = usize::from(self.width);
+        let at = from.min(to);
+        let lines = from.abs_diff(to);
+        let start = usize::from(at - self.content) * width;
+        let cells = usize::from(lines) * width;
+        let len = self.shown.content.len();
+        queue!(self.out, MoveTo(0, at))?;
+        if to > from {
+            // Insert Line (IL): the rows from the cursor down move down, the last ones off the
+            // screen (never into the scrollback); the new rows are blank in the plain style,
+            // which the last frame's cells were left in.
+            write!(self.out, "\x1b[{lines}L")?;
+            self.shown
+                .content
+                .splice(start..start, std::iter::repeat_n(Cell::EMPTY, cells));
+            self.shown.content.truncate(len);
+        } else {
+            // Delete Line (DL): the rows under them move up, blank rows come in at the bottom.
+            write!(self.out, "\x1b[{lines}M")?;
+            self.shown.content.drain(start..start + cells);
+            self.shown.content.resize(len, Cell::EMPTY);
+        }
+        Ok(())
     }
 
     /// Writes the cells of the live region that differ from what the screen shows. A row's
@@ -189,6 +241,7 @@ impl Inline {
     fn reprint(&mut self, app: &mut App) -> std::io::Result<()> {
         let (width, height) = (self.width, self.height);
         self.shown = Buffer::empty(Rect::new(0, 0, width, height));
+        self.bottom = None;
         // A screenful: whatever of the conversation the terminal kept on the screen (its
         // last rows) is printed again, so clearing the screen loses none of it.
         let view = app.view(width);
@@ -265,6 +318,7 @@ impl Inline {
 
     /// Erases the live region (and anything under it).
     fn clear_live(&mut self) -> std::io::Result<()> {
+        self.bottom = None;
         // A full screen has no live region on it (and the cursor would land on the last row
         // of the conversation).
         if self.content < self.height {
@@ -299,6 +353,9 @@ impl Inline {
     fn scroll(&mut self, rows: u16) -> std::io::Result<()> {
         queue!(self.out, MoveTo(0, self.height.saturating_sub(1)))?;
         self.out.append_lines(rows)?;
+        self.bottom = self
+            .bottom
+            .and_then(|(row, n)| Some((row.checked_sub(rows)?, n)));
         // What the screen shows moved up with it; the rows pushed off the top are the
         // scrollback's now, and blank rows came in at the bottom.
         let gone = rows.saturating_sub(self.content);
@@ -318,6 +375,8 @@ impl Inline {
     /// screen is full, it scrolls once for as many lines as are left (a screenful at most),
     /// not once a line: a burst of final rows is hundreds of lines.
     fn print(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
+        // Rows are written over the live region's: the rows under it get drawn again.
+        self.bottom = None;
         let mut buffer = Buffer::empty(Rect::new(0, 0, self.width, 1));
         let mut rest = lines;
         while !rest.is_empty() {

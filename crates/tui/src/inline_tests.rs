@@ -41,9 +41,16 @@ impl Rig {
     }
 
     fn frame(&mut self) {
+        self.frame_written();
+    }
+
+    /// Draws a frame; what it wrote to the terminal.
+    fn frame_written(&mut self) -> String {
         self.inline.frame(&mut self.app, &mut self.input).unwrap();
+        let bytes = self.wire.0.lock().unwrap().clone();
         self.feed();
         self.same_as_the_terminal();
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// The oracle: every row under the conversation is what `shown` says it is.
@@ -209,6 +216,32 @@ fn the_screen_holds_what_printing_at_once_would() {
             "deltas of {chunk}, a frame every {every}"
         );
     }
+}
+
+/// While a reply streams and scrolls the screen, the rows under it (here an editor holding a
+/// draft) are moved on the terminal, not written again each frame.
+#[test]
+fn a_streaming_reply_moves_the_rows_under_it_instead_of_writing_them_again() {
+    let mut rig = Rig::new(60, 14);
+    rig.app.editor.set_text("QQQQQQQQ");
+    rig.frame();
+    let script = events(5);
+    let mut rewritten = 0;
+    for event in &script {
+        rig.app.on_event(event);
+        if rig.frame_written().contains("QQQQ") {
+            rewritten += 1;
+        }
+    }
+    assert!(script.len() > 200, "{} events", script.len());
+    // Once more than at the start: when the spinner's row comes in under the reply.
+    assert!(
+        rewritten <= 1,
+        "{rewritten} of {} frames wrote the editor again",
+        script.len()
+    );
+    rig.app.editor.set_text("");
+    assert_eq!(rig.quit(), printed_at_once(&script, 60));
 }
 
 /// The bottom of the live region changing mid-stream — a popup over the editor (room kept
