@@ -80,6 +80,12 @@ fn the_conversation_is_in_the_scrollback_after_exit() {
     session.type_text("tell me a long story");
     session.send("\r");
     session.wait_for("The end of the answer.");
+    // The editor draws its caret; the terminal's own cursor would blink on the editor's
+    // corner, where each frame leaves it.
+    assert!(
+        session.screen.lock().unwrap().screen().hide_cursor(),
+        "the terminal's cursor is hidden while the UI runs"
+    );
     session.send("\x04");
     wait_exit(&mut session);
     session.wait_for("Resume this session with");
@@ -203,10 +209,16 @@ fn a_long_code_block_streams_with_the_editor_always_on_screen() {
     once_in_order(&history, &wanted);
 }
 
-/// Times the program cleared the screen (it does on a resize, never the scrollback).
+/// Times the program erased the screen from its top row (it does on a resize, never the
+/// scrollback). Never with `ESC[2J`, which tmux (`scroll-on-clear`) and VTE take for a clear
+/// that moves the screen into the scrollback.
 fn screen_clears(session: &Session) -> usize {
     let raw = session.raw.lock().unwrap();
-    raw.windows(4).filter(|w| w == b"\x1b[2J").count()
+    assert!(!raw.windows(4).any(|w| w == b"\x1b[2J"), "ESC[2J written");
+    const FROM_THE_TOP: &[u8] = b"\x1b[1;1H\x1b[2K";
+    raw.windows(FROM_THE_TOP.len())
+        .filter(|w| *w == FROM_THE_TOP)
+        .count()
 }
 
 /// Resizes and waits until the program has laid the screen out again.

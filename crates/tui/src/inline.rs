@@ -246,7 +246,7 @@ impl Inline {
         // last rows) is printed again, so clearing the screen loses none of it.
         let view = app.view(width);
         let rows = printed::printed_tail(app, view, usize::from(height));
-        queue!(self.out, MoveTo(0, 0), Clear(ClearType::All))?;
+        erase_from(&mut self.out, 0, height)?;
         self.content = 0;
         self.print(&rows)
     }
@@ -322,11 +322,7 @@ impl Inline {
         // A full screen has no live region on it (and the cursor would land on the last row
         // of the conversation).
         if self.content < self.height {
-            queue!(
-                self.out,
-                MoveTo(0, self.content),
-                Clear(ClearType::FromCursorDown)
-            )?;
+            erase_from(&mut self.out, self.content, self.height)?;
             self.shown.reset();
         }
         Ok(())
@@ -402,6 +398,22 @@ impl Inline {
         }
         Ok(())
     }
+}
+
+/// Erases the screen from `row` to the bottom, never into the scrollback. From the top row
+/// it erases that row on its own, then the rest from the second: tmux (`scroll-on-clear`, on
+/// by default) takes an erase of the whole screen, or of everything from its top-left
+/// corner, for a "clear" and moves what the screen showed into the scrollback first, where
+/// the live region would stay as a stale copy (VTE does the same for the whole screen).
+fn erase_from(out: &mut Out, row: u16, height: u16) -> std::io::Result<()> {
+    if row > 0 {
+        return queue!(out, MoveTo(0, row), Clear(ClearType::FromCursorDown));
+    }
+    queue!(out, MoveTo(0, 0), Clear(ClearType::CurrentLine))?;
+    if height > 1 {
+        queue!(out, MoveTo(0, 1), Clear(ClearType::FromCursorDown))?;
+    }
+    Ok(())
 }
 
 /// Writes `line` at `row` (erased) through `buffer`, a row of cells as wide as the screen.

@@ -34,10 +34,29 @@ impl Rig {
         }
     }
 
-    /// The terminal reads what was written.
+    /// The terminal reads what was written. Never an erase of the whole screen, or of all of
+    /// it from the top-left corner: tmux (`scroll-on-clear`) moves the screen into the
+    /// scrollback first, which would keep a copy of the live region there.
     fn feed(&mut self) {
         let bytes = std::mem::take(&mut *self.wire.0.lock().unwrap());
-        self.terminal.process(&bytes);
+        const BELOW: &[u8] = b"\x1b[J";
+        assert!(
+            !bytes.windows(4).any(|w| w == b"\x1b[2J"),
+            "the whole screen erased"
+        );
+        let mut rest = &bytes[..];
+        while let Some(at) = rest.windows(BELOW.len()).position(|w| w == BELOW) {
+            self.terminal.process(&rest[..at]);
+            assert_ne!(
+                self.terminal.screen().cursor_position(),
+                (0, 0),
+                "erased from the top-left corner down"
+            );
+            rest = &rest[at..];
+            self.terminal.process(&rest[..BELOW.len()]);
+            rest = &rest[BELOW.len()..];
+        }
+        self.terminal.process(rest);
     }
 
     fn frame(&mut self) {
@@ -152,7 +171,11 @@ fn answer() -> String {
 
 /// A conversation's events: a prompt, then the answer in deltas of `chunk` characters.
 fn events(chunk: usize) -> Vec<AgentEvent> {
-    let text = answer();
+    events_of(answer(), chunk)
+}
+
+/// A prompt, then `text` as the answer in deltas of `chunk` characters.
+fn events_of(text: String, chunk: usize) -> Vec<AgentEvent> {
     let mut events = vec![
         AgentEvent::AgentStart,
         AgentEvent::MessageEnd {
@@ -242,6 +265,25 @@ fn a_streaming_reply_moves_the_rows_under_it_instead_of_writing_them_again() {
     );
     rig.app.editor.set_text("");
     assert_eq!(rig.quit(), printed_at_once(&script, 60));
+}
+
+/// A block taller than the live region (a list of 30 items on a 16-row screen) is printed
+/// from its top while it streams, and once it ends. Printing from the screen's first row
+/// erases the rows under it without treating the screen as cleared (the oracle in `feed`).
+#[test]
+fn a_block_taller_than_the_live_region_is_printed_once() {
+    let items: String = (0..30).map(|i| format!("- item {i:02}\n")).collect();
+    let script = events_of(format!("A list:\n\n{items}\nThe end."), 4);
+    let mut rig = Rig::new(60, 16);
+    rig.frame();
+    rig.stream(&script, 2);
+    let history = rig.quit();
+    assert_eq!(history, printed_at_once(&script, 60));
+    assert_eq!(
+        history.iter().filter(|l| l.contains("item 07")).count(),
+        1,
+        "{history:#?}"
+    );
 }
 
 /// The bottom of the live region changing mid-stream — a popup over the editor (room kept

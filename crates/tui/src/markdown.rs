@@ -40,9 +40,11 @@ pub fn code_header(lang: &str) -> Option<Line<'static>> {
 
 /// One line of a code block, highlighted when its language is known (plain otherwise).
 pub fn code_body(highlighter: Option<&mut Highlighter>, line: &str) -> Line<'static> {
-    highlighter
+    let body = highlighter
         .and_then(|h| h.line(line))
-        .unwrap_or_else(|| Line::styled(line.to_string(), CODE))
+        .unwrap_or_else(|| Line::styled(line.to_string(), CODE));
+    // Tab stops from the code's first column, not the screen's (the code gets a margin).
+    crate::wrap::expand_tabs_in(body)
 }
 
 /// A code line indented and wrapped to `width`. Blocks render line by line this way whether
@@ -426,6 +428,34 @@ mod tests {
         assert_eq!(out, ["  rust", "  fn main() {}"]);
         let lines = render("```rust\nfn main() {}\n```\n", 40);
         assert!(lines[1].spans.len() > 2, "highlighted: {:?}", lines[1]);
+    }
+
+    /// Tab stops count from the code's first column, not the screen's: each level of a
+    /// tab-indented block is four columns further in, highlighted or not, and so is each
+    /// level of a diff's line after its sign.
+    #[test]
+    fn tabs_in_code_and_diffs_stop_every_four_columns_of_the_code() {
+        let code = "func main() {\n\tif x {\n\t\treturn\n\t}\n}\n";
+        for lang in ["go", "text"] {
+            let out = plain(&format!("```{lang}\n{code}```\n"), 40);
+            assert_eq!(
+                out[1..],
+                [
+                    "  func main() {",
+                    "      if x {",
+                    "          return",
+                    "      }",
+                    "  }"
+                ],
+                "{lang}"
+            );
+        }
+        let diff = "@@ -1,2 +1,2 @@\n-\tif x {\n+\t\treturn\n";
+        let lines: Vec<String> = crate::cells::tool::diff_lines(diff)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(lines, ["    1 -    if x {", "    1 +        return"]);
     }
 
     #[test]

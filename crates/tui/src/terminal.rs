@@ -70,7 +70,9 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
     TYPED_AHEAD.store(pending_input(), Ordering::SeqCst);
     let guard = Guard { _hook: hook };
     let mut stdout = std::io::stdout();
-    execute!(stdout, EnableBracketedPaste)?;
+    // The editor draws its own caret; the terminal's cursor would blink where the last frame
+    // left it (inline: the top of the live region).
+    execute!(stdout, EnableBracketedPaste, crossterm::cursor::Hide)?;
     if screen == Screen::Alternate {
         ALTERNATE.store(true, Ordering::SeqCst);
         execute!(stdout, EnterAlternateScreen, EnableMouseCapture)?;

@@ -123,6 +123,23 @@ pub fn expand_tabs(text: &str, mut column: usize) -> String {
     out
 }
 
+/// `line` with its tabs expanded, counting columns from its start: for text that gets a
+/// margin or a gutter in front of it (code, tool output, a diff's lines), whose tab stops are
+/// the text's own, not the screen's.
+pub fn expand_tabs_in(mut line: Line<'static>) -> Line<'static> {
+    if !line.spans.iter().any(|s| s.content.contains('\t')) {
+        return line;
+    }
+    let mut column = 0;
+    for span in &mut line.spans {
+        if span.content.contains('\t') {
+            span.content = expand_tabs(&span.content, column).into();
+        }
+        column += span.content.width();
+    }
+    line
+}
+
 /// A line's text in one string (tabs expanded), with the style of each span's bytes.
 struct Flat {
     text: String,

@@ -4,7 +4,7 @@
 pub mod approval;
 mod assistant;
 mod thinking;
-mod tool;
+pub(crate) mod tool;
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

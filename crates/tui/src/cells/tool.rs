@@ -80,6 +80,8 @@ impl ToolCell {
         };
         for (i, line) in body.into_iter().enumerate() {
             let lead = if i == 0 { "  ⎿ " } else { "    " };
+            // The output's tab stops are its own, not the screen's.
+            let line = crate::wrap::expand_tabs_in(line);
             let mut spans = vec![Span::styled(lead, DIM)];
             spans.extend(line.spans);
             out.extend(wrap(&Line::from(spans).style(line.style), width, 4));
@@ -289,7 +291,11 @@ pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             Span::styled(format!("{number:>5} "), DIM),
             Span::styled(
-                format!("{sign}{}", line.get(1..).unwrap_or_default()),
+                // Tab stops from the first column of the file's line, after the sign.
+                format!(
+                    "{sign}{}",
+                    crate::wrap::expand_tabs(line.get(1..).unwrap_or_default(), 0)
+                ),
                 style,
             ),
         ]));
