@@ -15,7 +15,7 @@ use crossterm::terminal::{Clear, ClearType};
 use ratatui::backend::Backend;
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Alignment;
-use ratatui::layout::{Rect, Size};
+use ratatui::layout::{Position, Rect, Size};
 use ratatui::style::{Color, Modifier};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
@@ -124,7 +124,7 @@ impl Inline {
         let region = Rect::new(0, self.content, self.width, height);
         self.next.resize(self.shown.area);
         self.next.reset();
-        let pad = ui::draw_live(&mut self.next, region, app, input, bottom, rows);
+        let (pad, caret) = ui::draw_live(&mut self.next, region, app, input, bottom, rows);
         self.write_changes()?;
         std::mem::swap(&mut self.shown, &mut self.next);
         self.bottom = Some((under_at, under));
@@ -136,10 +136,17 @@ impl Inline {
             printed::commit(app, view, finished);
             self.advance(finished as u16);
         }
-        // The cursor waits at the top of the live region: a terminal that shrinks drops the
-        // rows under the cursor first (the live region, drawn again anyway) and pushes those
-        // above it (the conversation) into the scrollback.
-        queue!(self.out, MoveTo(0, self.content))?;
+        // The cursor, hidden, waits at the top of the live region while the agent works: a
+        // terminal that shrinks drops the rows under the cursor first (the live region, drawn
+        // again anyway) and pushes those above it (the conversation) into the scrollback, so
+        // no half-streamed block is left there. Idle, only the editor and the status line are
+        // under the conversation and the cursor waits at the caret: an input method opens its
+        // window where the text goes (Chinese, Japanese), not on the editor's corner.
+        let park = match caret {
+            Some(caret) if !app.running && input.popup.is_none() => caret,
+            _ => Position::new(0, self.content),
+        };
+        queue!(self.out, MoveTo(park.x, park.y))?;
         write!(self.out, "{SYNC_END}")?;
         Write::flush(&mut self.out)
     }

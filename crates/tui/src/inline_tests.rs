@@ -286,6 +286,30 @@ fn a_block_taller_than_the_live_region_is_printed_once() {
     );
 }
 
+/// Idle, the terminal's (hidden) cursor waits at the editor's caret, where an input method
+/// opens its window; while the agent works, at the top of the live region, so a terminal that
+/// shrinks drops the live region's rows rather than pushing them into the scrollback.
+#[test]
+fn the_cursor_waits_at_the_caret_when_idle_and_above_the_live_region_while_working() {
+    let mut rig = Rig::new(60, 14);
+    rig.app.editor.set_text("写一个函数");
+    rig.frame();
+    let screen = rig.terminal.screen();
+    let row = screen
+        .rows(0, 60)
+        .position(|r| r.contains("写一个函数"))
+        .expect("the editor's text is on the screen") as u16;
+    // Inside the editor's border, after five characters two columns wide.
+    assert_eq!(screen.cursor_position(), (row, 1 + 10));
+    let script = events(40);
+    rig.stream(&script[..6], 1);
+    assert!(rig.app.running);
+    assert_eq!(
+        rig.terminal.screen().cursor_position(),
+        (rig.inline.content, 0)
+    );
+}
+
 /// The bottom of the live region changing mid-stream — a popup over the editor (room kept
 /// above it), a queued message, a prompt of several lines being typed — keeps the copy of
 /// the screen exact, and the conversation whole.

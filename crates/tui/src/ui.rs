@@ -2,7 +2,7 @@
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
@@ -63,7 +63,7 @@ impl Bottom {
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
     let bottom = Bottom::new(app, input, area.width, area.height);
-    let transcript = draw_bottom(frame.buffer_mut(), app, input, bottom, area);
+    let (transcript, _) = draw_bottom(frame.buffer_mut(), app, input, bottom, area);
     input.page = usize::from(transcript.height);
     draw_transcript(frame, app, transcript, app.view(transcript.width));
 }
@@ -71,7 +71,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
 /// The live region of inline mode, drawn into `buf` at `area`: what of the transcript is not
 /// in the scrollback yet (its last rows), then the rest, laid out as `bottom` (for the whole
 /// screen). The area was sized for it. Returns how many blank rows come before the transcript's
-/// first one (the room a popup needs that the transcript does not fill).
+/// first one (the room a popup needs that the transcript does not fill), and where the
+/// editor's caret is.
 pub fn draw_live(
     buf: &mut Buffer,
     area: Rect,
@@ -79,8 +80,8 @@ pub fn draw_live(
     input: &mut InputState,
     bottom: Bottom,
     transcript: &[Line<'static>],
-) -> u16 {
-    let above = draw_bottom(buf, app, input, bottom, area);
+) -> (u16, Option<Position>) {
+    let (above, caret) = draw_bottom(buf, app, input, bottom, area);
     let skip = transcript.len().saturating_sub(usize::from(above.height));
     let rows = &transcript[skip..];
     // Rows left over (room kept for a popup) go above, so the text stays next to the editor.
@@ -88,7 +89,7 @@ pub fn draw_live(
     for (row, line) in (above.y + pad..).zip(rows) {
         line.render(Rect::new(above.x, row, above.width, 1), buf);
     }
-    pad
+    (pad, caret)
 }
 
 /// The full-screen transcript (Ctrl+O in inline mode): everything, tool output whole,
@@ -113,14 +114,15 @@ pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState
     );
 }
 
-/// Draws everything under the transcript; returns the area left for it.
+/// Draws everything under the transcript; returns the area left for it, and where the
+/// editor's caret is (when the editor shows it).
 fn draw_bottom(
     buf: &mut Buffer,
     app: &mut App,
     input: &mut InputState,
     bottom: Bottom,
     area: Rect,
-) -> Rect {
+) -> (Rect, Option<Position>) {
     // Stacked from the bottom up by hand: ratatui's layout solver, run every frame, was a
     // sixth of this function. On a screen too short for all of it the rows nearest the bottom
     // win.
@@ -151,12 +153,12 @@ fn draw_bottom(
         Paragraph::new(rows).render(asking, buf);
     }
     draw_queue(buf, app, queue);
-    draw_editor(buf, app, editor);
+    let caret = draw_editor(buf, app, editor);
     draw_status(buf, app, status);
     if let Some(popup) = &input.popup {
         draw_popup(buf, popup, editor, area.y);
     }
-    transcript
+    (transcript, caret)
 }
 
 fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View) {
@@ -290,7 +292,7 @@ fn draw_queue(buf: &mut Buffer, app: &App, area: Rect) {
     Paragraph::new(lines).render(area, buf);
 }
 
-fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) {
+fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) -> Option<Position> {
     let color = if app.running {
         Color::Yellow
     } else {
@@ -308,16 +310,20 @@ fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) {
     let inner = block.inner(area);
     block.render(area, buf);
     if inner.is_empty() {
-        return;
+        return None;
     }
     let view = app.editor.view(inner.width, inner.height);
     Paragraph::new(view.lines).render(inner, buf);
-    // The cursor is drawn, not the terminal's: inline mode parks that at the live region's top.
+    // The caret is drawn (the terminal's cursor is hidden: where inline mode leaves it
+    // depends on what is running, see `Inline::frame`).
     let (x, y) = view.cursor;
     if x < inner.width && y < inner.height {
-        let cell = &mut buf[(inner.x + x, inner.y + y)];
+        let caret = Position::new(inner.x + x, inner.y + y);
+        let cell = &mut buf[caret];
         cell.set_style(cell.style().add_modifier(Modifier::REVERSED));
+        return Some(caret);
     }
+    None
 }
 
 fn draw_status(buf: &mut Buffer, app: &mut App, area: Rect) {
