@@ -94,7 +94,7 @@ impl Inline {
         let view = app.view(self.width);
         let bottom = ui::Bottom::new(app, input, self.width, self.height);
         let under = bottom.height();
-        let room = usize::from(self.height.saturating_sub(bottom.height()));
+        let room = usize::from(self.height.saturating_sub(under));
         let Pending {
             mut rows,
             mut finished,
