@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mock_llm::{MockServer, Reply, Script};
@@ -129,11 +129,16 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    let screen = Arc::new(Mutex::new(vt100::Parser::new(
-        NonZeroU16::new(50).unwrap(),
-        NonZeroU16::new(120).unwrap(),
-        0,
-    )));
+    // The screen and a count of the chunks it has parsed: the waiting side sleeps until the
+    // reader has parsed more (polling the screen every millisecond took most of a core from
+    // the agent's on this 2-core machine, and its caches with it).
+    let screen = Arc::new((
+        Mutex::new((
+            vt100::Parser::new(NonZeroU16::new(50).unwrap(), NonZeroU16::new(120).unwrap(), 0),
+            0u64,
+        )),
+        Condvar::new(),
+    ));
     let mut reader = pty.master.try_clone_reader().unwrap();
     let mut writer = pty.master.take_writer().unwrap();
     let parser = screen.clone();
@@ -143,17 +148,27 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
             if n == 0 {
                 break;
             }
-            parser.lock().unwrap().process(&buf[..n]);
+            let (state, parsed) = &*parser;
+            let mut state = state.lock().unwrap();
+            state.0.process(&buf[..n]);
+            state.1 += 1;
+            parsed.notify_all();
         }
     });
     let wait_for = |text: &str| {
         let deadline = Instant::now() + Duration::from_secs(120);
+        let (state, parsed) = &*screen;
+        let mut state = state.lock().unwrap();
         loop {
-            if screen.lock().unwrap().screen().contents().contains(text) {
+            if state.0.screen().contents().contains(text) {
                 return Instant::now();
             }
-            assert!(Instant::now() < deadline, "never showed {text:?}");
-            std::thread::sleep(Duration::from_millis(1));
+            let seen = state.1;
+            while state.1 == seen {
+                let left = deadline.saturating_duration_since(Instant::now());
+                assert!(!left.is_zero(), "never showed {text:?}");
+                state = parsed.wait_timeout(state, left).unwrap().0;
+            }
         }
     };
     wait_for("Type a message");
