@@ -134,7 +134,11 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     // the agent's on this 2-core machine, and its caches with it).
     let screen = Arc::new((
         Mutex::new((
-            vt100::Parser::new(NonZeroU16::new(50).unwrap(), NonZeroU16::new(120).unwrap(), 0),
+            vt100::Parser::new(
+                NonZeroU16::new(50).unwrap(),
+                NonZeroU16::new(120).unwrap(),
+                0,
+            ),
             0u64,
         )),
         Condvar::new(),

@@ -282,6 +282,65 @@ fn resizing_mid_run_loses_nothing() {
     );
 }
 
+/// A wider or narrower screen prints again the conversation's rows the screen showed, not a
+/// screenful: the rows above them are in the scrollback already and would be there twice.
+/// (When the height changes, a screenful is: the terminal may have moved rows between the
+/// screen and the scrollback.)
+#[test]
+fn resizing_prints_each_line_once() {
+    let rt = runtime();
+    let (first, mut names) = paragraphs(60);
+    let more: Vec<String> = (61..=90).map(|i| format!("Paragraph {i:03}.")).collect();
+    let second = more
+        .iter()
+        .map(|n| format!("{n} Some words follow it.\n\n"))
+        .collect::<String>()
+        + "The end of the answer.\n";
+    names.extend(more);
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    let flag = session.flag();
+    let command = format!("while [ ! -e {} ]; do sleep 0.05; done", flag.display());
+    server.push(
+        Reply::text(first.replace("The end of the answer.\n", ""))
+            .with_tool_call("bash", json!({ "command": command })),
+    );
+    server.push(Reply::text(second).with_chunk_size(30));
+    session.wait_for("Type a message");
+    session.type_text("go");
+    session.send("\r");
+    session.wait_for("while [");
+    resize(&mut session, 24, 100);
+    resize(&mut session, 24, 60);
+    resize(&mut session, 24, 70);
+    std::fs::write(&flag, "").unwrap();
+    session.wait_for("The end of the answer.");
+    once_in_order(&session.history(), &names);
+}
+
+/// The same while the answer streams: its finished rows are on the screen, its open block
+/// in the live region.
+#[test]
+fn resizing_mid_stream_prints_each_line_once() {
+    let rt = runtime();
+    let (answer, names) = paragraphs(120);
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text(answer).with_chunk_size(20).with_delay_ms(4)],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("go");
+    session.send("\r");
+    session.wait_for("Paragraph 020.");
+    resize(&mut session, 24, 100);
+    resize(&mut session, 24, 60);
+    resize(&mut session, 24, 90);
+    session.wait_for("The end of the answer.");
+    once_in_order(&session.history(), &names);
+}
+
 #[test]
 fn ctrl_o_opens_the_transcript_and_esc_comes_back() {
     let rt = runtime();

@@ -228,9 +228,10 @@ impl Inline {
     }
 
     /// The terminal changed size: what it shows is its own business (it may have reflowed or
-    /// cut it), so the screen is cleared — never the scrollback — and the end of the
-    /// conversation printed again at the new width above the live region.
+    /// cut it), so the screen is cleared — never the scrollback — and the part of the
+    /// conversation it showed printed again at the new width above the live region.
     pub fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
+        let (old_width, old_height) = (self.width, self.height);
         self.width = width;
         self.height = height;
         self.out.set_size(width, height);
@@ -241,18 +242,48 @@ impl Inline {
             term.backend_mut().set_size(width, height);
             return term.resize(Rect::new(0, 0, width, height));
         }
-        self.reprint(app)
+        if height != old_height {
+            // Whether the terminal moved rows between the screen and the scrollback (most take
+            // rows back onto a taller screen, some push them out of a shorter one), and
+            // whether frames drawn for the old size before this one arrived scrolled it, is
+            // unknown: the whole screen is printed again, some rows may be there twice.
+            return self.reprint(app, None);
+        }
+        // Only the width changed: the rows of the conversation the screen showed are printed
+        // again, no more (the rows above them are in the scrollback already).
+        let view = app.view(old_width);
+        let shown = printed::shown_tail(app, view, usize::from(self.content));
+        self.reprint(app, Some((old_width, shown)))
     }
 
-    /// Clears the screen and prints the end of the conversation at the current size.
-    fn reprint(&mut self, app: &mut App) -> std::io::Result<()> {
+    /// Clears the screen and prints the end of the conversation at the current size: the text
+    /// of `shown` (the rows the screen showed and those that became final since, laid out at
+    /// the width given), or a screenful.
+    fn reprint(
+        &mut self,
+        app: &mut App,
+        shown: Option<(u16, Vec<Line<'static>>)>,
+    ) -> std::io::Result<()> {
         let (width, height) = (self.width, self.height);
         self.shown = Buffer::empty(Rect::new(0, 0, width, height));
         self.bottom = None;
-        // A screenful: whatever of the conversation the terminal kept on the screen (its
-        // last rows) is printed again, so clearing the screen loses none of it.
+        self.resized = false;
         let view = app.view(width);
-        let rows = printed::printed_tail(app, view, usize::from(height));
+        let rows = match shown {
+            Some((old_width, shown)) => {
+                // Enough rows at the new width for the same text, however much narrower.
+                let most = shown
+                    .len()
+                    .saturating_mul(usize::from(old_width.div_ceil(width.max(1))) * 2 + 1);
+                let mut rows = printed::printed_tail(app, view, most);
+                rows.drain(..same_text_from(&rows, &shown));
+                rows
+            }
+            // Whatever of the conversation the terminal kept on the screen (its last rows) is
+            // printed again, so clearing the screen loses none of it (some may be in the
+            // scrollback twice).
+            None => printed::printed_tail(app, view, usize::from(height)),
+        };
         erase_from(&mut self.out, 0, height)?;
         self.content = 0;
         self.print(&rows)
@@ -290,8 +321,8 @@ impl Inline {
         crate::terminal::leave_overlay()?;
         // The overlay laid out the whole conversation; what is printed need not stay laid out.
         printed::forget_printed(app);
-        if std::mem::take(&mut self.resized) {
-            return self.reprint(app);
+        if self.resized {
+            return self.reprint(app, None);
         }
         // The normal screen is back; the live region is drawn whole again, in case the
         // terminal did not keep it.
@@ -405,6 +436,31 @@ impl Inline {
         }
         Ok(())
     }
+}
+
+/// Where in `rows` (the end of the conversation at a new width) the text of `shown` (rows the
+/// screen showed at the old width) starts: found by counting letters and digits from the end,
+/// which a new width moves between rows but neither adds nor drops (blank rows, indentation,
+/// bullets and bars repeated on each row do not count).
+fn same_text_from(rows: &[Line<'_>], shown: &[Line<'_>]) -> usize {
+    fn letters(line: &Line<'_>) -> usize {
+        let spans = line.spans.iter();
+        spans
+            .map(|s| s.content.chars().filter(|c| c.is_alphanumeric()).count())
+            .sum()
+    }
+    let wanted: usize = shown.iter().map(letters).sum();
+    if wanted == 0 {
+        return rows.len().saturating_sub(shown.len());
+    }
+    let mut found = 0;
+    for (index, row) in rows.iter().enumerate().rev() {
+        found += letters(row);
+        if found >= wanted {
+            return index;
+        }
+    }
+    0
 }
 
 /// Erases the screen from `row` to the bottom, never into the scrollback. From the top row

@@ -525,3 +525,24 @@ fn lines_written_as_runs_match_lines_written_as_cells() {
         "a reversed space shows"
     );
 }
+
+#[test]
+fn the_text_a_screen_showed_is_found_at_another_width() {
+    let lines = |rows: &[&str]| -> Vec<Line<'static>> {
+        rows.iter().map(|r| Line::from(r.to_string())).collect()
+    };
+    // Narrower: the same words over more rows, bullets and blank rows not counted.
+    let shown = lines(&["• two three", "  four", "", "five"]);
+    let rows = lines(&["• one", "  two", "  three", "  four", "", "five"]);
+    assert_eq!(same_text_from(&rows, &shown), 1);
+    // Wider: the row the shown text starts in, even where it starts mid-row.
+    let shown = lines(&["three", "four five"]);
+    let rows = lines(&["one two three", "four five"]);
+    assert_eq!(same_text_from(&rows, &shown), 0);
+    let rows = lines(&["zero", "one two three", "four five"]);
+    assert_eq!(same_text_from(&rows, &shown), 1);
+    // Only rows without letters shown: as many rows.
+    assert_eq!(same_text_from(&rows, &lines(&["", "───"])), 1);
+    // More shown than there is: everything.
+    assert_eq!(same_text_from(&lines(&["a"]), &lines(&["a b c"])), 0);
+}

@@ -109,10 +109,29 @@ pub fn take_finished(app: &mut App, view: View) -> Vec<Line<'static>> {
 /// The cells it takes them from keep their lines (a resize that keeps the width lays them out
 /// again for nothing otherwise); those before drop theirs.
 pub fn printed_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>> {
+    let rows = tail(app, view, max);
+    if let Some(cell) = app.cells.get_mut(app.printed) {
+        app.printed_rows = cell.rows(view).stable.len();
+    }
+    rows
+}
+
+/// What `printed_tail` would take at `view` to show the last `max` printed rows: those rows,
+/// then the rows of the cell being printed that became final since they were printed (the
+/// last frame's `view` must be given: `app.printed_rows` counts rows at its width).
+pub fn shown_tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>> {
+    let unshown = app.cells.get_mut(app.printed).map_or(0, |cell| {
+        let stable = cell.rows(view).stable.len();
+        stable.saturating_sub(app.printed_rows)
+    });
+    tail(app, view, max + unshown)
+}
+
+/// The last `max` printed rows, the cell being printed counted up to its stable rows.
+fn tail(app: &mut App, view: View, max: usize) -> Vec<Line<'static>> {
     let mut rows: Vec<Line<'static>> = Vec::new();
     if let Some(cell) = app.cells.get_mut(app.printed) {
         let stable = cell.rows(view).stable;
-        app.printed_rows = stable.len();
         rows.extend(stable.iter().rev().take(max).cloned());
     }
     let mut first = app.printed.min(app.cells.len());
