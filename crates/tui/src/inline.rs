@@ -30,8 +30,8 @@ use crate::ui;
 
 /// Begin and end of a synchronized update (DEC mode 2026): terminals that know it show the
 /// frame at once, the others ignore it.
-const SYNC_BEGIN: &str = "\x1b[?2026h";
-const SYNC_END: &str = "\x1b[?2026l";
+pub(crate) const SYNC_BEGIN: &str = "\x1b[?2026h";
+pub(crate) const SYNC_END: &str = "\x1b[?2026l";
 
 pub struct Inline {
     out: Out,
@@ -125,7 +125,7 @@ impl Inline {
         self.next.resize(self.shown.area);
         self.next.reset();
         let (pad, caret) = ui::draw_live(&mut self.next, region, app, input, bottom, rows);
-        self.write_changes()?;
+        write_changes(&mut self.out, &self.shown, &self.next)?;
         std::mem::swap(&mut self.shown, &mut self.next);
         self.bottom = Some((under_at, under));
         // What is final now sits at the top of the live region exactly as printing it would
@@ -187,42 +187,6 @@ impl Inline {
             write!(self.out, "\x1b[{lines}M")?;
             self.shown.content.drain(start..start + cells);
             self.shown.content.resize(len, Cell::EMPTY);
-        }
-        Ok(())
-    }
-
-    /// Writes the cells of the live region that differ from what the screen shows. A row's
-    /// end that became blank is erased rather than written with spaces, so text copied from
-    /// the terminal later has no trailing blanks.
-    fn write_changes(&mut self) -> std::io::Result<()> {
-        let top = self.content;
-        let width = usize::from(self.width);
-        let next = &self.next;
-        // Where each row's text ends in the new frame, worked out once per changed row.
-        let mut ends: Vec<Option<u16>> = vec![None; usize::from(next.area.height)];
-        let mut end_of = |y: u16| -> u16 {
-            let row = usize::from(y - top);
-            *ends[row].get_or_insert_with(|| text_end(&next.content[row * width..][..width]) as u16)
-        };
-        let mut erase: Vec<(u16, u16)> = Vec::new();
-        let changes: Vec<(u16, u16, &Cell)> = self
-            .shown
-            .diff(next)
-            .into_iter()
-            .filter(|&(x, y, _)| {
-                let end = end_of(y);
-                if x < end {
-                    return true;
-                }
-                if erase.last().is_none_or(|&(_, row)| row != y) {
-                    erase.push((end, y));
-                }
-                false
-            })
-            .collect();
-        self.out.draw(changes.into_iter())?;
-        for (x, y) in erase {
-            queue!(self.out, MoveTo(x, y), Clear(ClearType::UntilNewLine))?;
         }
         Ok(())
     }
@@ -562,6 +526,40 @@ fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)
 
 /// The column after the last one of `row` that shows something. A wide character ends where
 /// its second column does: erasing from that column would take the character with it.
+/// Writes the cells of `next` that differ from `shown` (what the screen shows over the same
+/// area). A row's end that became blank is erased rather than written with spaces, so text
+/// copied from the terminal later has no trailing blanks.
+pub(crate) fn write_changes(out: &mut Out, shown: &Buffer, next: &Buffer) -> std::io::Result<()> {
+    let top = next.area.y;
+    let width = usize::from(next.area.width);
+    // Where each row's text ends in the new frame, worked out once per changed row.
+    let mut ends: Vec<Option<u16>> = vec![None; usize::from(next.area.height)];
+    let mut end_of = |y: u16| -> u16 {
+        let row = usize::from(y - top);
+        *ends[row].get_or_insert_with(|| text_end(&next.content[row * width..][..width]) as u16)
+    };
+    let mut erase: Vec<(u16, u16)> = Vec::new();
+    let changes: Vec<(u16, u16, &Cell)> = shown
+        .diff(next)
+        .into_iter()
+        .filter(|&(x, y, _)| {
+            let end = end_of(y);
+            if x < end {
+                return true;
+            }
+            if erase.last().is_none_or(|&(_, row)| row != y) {
+                erase.push((end, y));
+            }
+            false
+        })
+        .collect();
+    out.draw(changes.into_iter())?;
+    for (x, y) in erase {
+        queue!(out, MoveTo(x, y), Clear(ClearType::UntilNewLine))?;
+    }
+    Ok(())
+}
+
 fn text_end(row: &[Cell]) -> usize {
     row.iter()
         .rposition(|c| !blank(c))
@@ -581,4 +579,4 @@ fn space_shows(bg: Color, modifier: Modifier) -> bool {
 
 #[cfg(test)]
 #[path = "inline_tests.rs"]
-mod tests;
+pub(crate) mod tests;

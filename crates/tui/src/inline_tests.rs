@@ -156,7 +156,7 @@ impl Rig {
     }
 }
 
-fn answer() -> String {
+pub(crate) fn answer() -> String {
     let mut text = String::new();
     for i in 1..=12 {
         text.push_str(&format!(
@@ -175,7 +175,7 @@ fn events(chunk: usize) -> Vec<AgentEvent> {
 }
 
 /// A prompt, then `text` as the answer in deltas of `chunk` characters.
-fn events_of(text: String, chunk: usize) -> Vec<AgentEvent> {
+pub(crate) fn events_of(text: String, chunk: usize) -> Vec<AgentEvent> {
     let mut events = vec![
         AgentEvent::AgentStart,
         AgentEvent::MessageEnd {

@@ -8,6 +8,7 @@ mod backend;
 pub mod cells;
 mod commands;
 pub mod editor;
+mod full;
 mod highlight;
 mod history;
 mod hooks_view;

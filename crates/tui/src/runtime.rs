@@ -15,14 +15,15 @@ use std::sync::Arc;
 
 use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
+use crate::full::Full;
 use crate::history::{self, HistoryChoices, HistoryUi, Next, Restoring};
 use crate::host::Host;
 use crate::inline::Inline;
 use crate::input::{self, InputState};
 use crate::popup::Popup;
 use crate::status::Status;
+use crate::terminal;
 use crate::terminal::Screen;
-use crate::{terminal, ui};
 
 /// Frames follow what the user does at up to 60 a second, and a streaming reply at up to 20:
 /// a model sends ~100 deltas a second, and a frame costs more than the deltas it shows (at 30
@@ -67,25 +68,21 @@ pub struct Options {
 /// Where frames go.
 enum Display {
     Inline(Inline),
-    Full(terminal::Term),
+    Full(Full),
 }
 
 impl Display {
     fn draw(&mut self, app: &mut App, input: &mut InputState) -> std::io::Result<()> {
         match self {
             Display::Inline(inline) => inline.frame(app, input),
-            Display::Full(term) => term.draw(|f| ui::draw(f, app, input)).map(|_| ()),
+            Display::Full(full) => full.frame(app, input),
         }
     }
 
     fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
         match self {
             Display::Inline(inline) => inline.resize(app, width, height),
-            // Ratatui notices on the next draw.
-            Display::Full(term) => {
-                term.backend_mut().set_size(width, height);
-                Ok(())
-            }
+            Display::Full(full) => full.resize(width, height),
         }
     }
 
@@ -115,7 +112,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     let _guard = terminal::enter(options.screen)?;
     let mut display = match options.screen {
         Screen::Inline => Display::Inline(Inline::new()?),
-        Screen::Alternate => Display::Full(terminal::fullscreen()?),
+        Screen::Alternate => Display::Full(Full::new()?),
     };
     let status = Status::new(
         &options.model,

@@ -62,10 +62,16 @@ impl Bottom {
 /// The whole screen (alternate-screen mode): the transcript scrolled in the app, the rest below.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
     let area = frame.area();
+    draw_screen(frame.buffer_mut(), area, app, input);
+}
+
+/// [`draw`] into `buf`; returns where the transcript is.
+pub fn draw_screen(buf: &mut Buffer, area: Rect, app: &mut App, input: &mut InputState) -> Rect {
     let bottom = Bottom::new(app, input, area.width, area.height);
-    let (transcript, _) = draw_bottom(frame.buffer_mut(), app, input, bottom, area);
+    let (transcript, _) = draw_bottom(buf, app, input, bottom, area);
     input.page = usize::from(transcript.height);
-    draw_transcript(frame, app, transcript, app.view(transcript.width));
+    draw_transcript(buf, app, transcript, app.view(transcript.width));
+    transcript
 }
 
 /// The live region of inline mode, drawn into `buf` at `area`: what of the transcript is not
@@ -104,7 +110,7 @@ pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState
         expand_tools: true,
         show_thinking: true,
     };
-    draw_transcript(frame, app, transcript, view);
+    draw_transcript(frame.buffer_mut(), app, transcript, view);
     frame.render_widget(
         Paragraph::new(Line::styled(
             " transcript · ↑↓ PgUp PgDn Home End scroll · esc, q or ctrl+o returns",
@@ -161,7 +167,7 @@ fn draw_bottom(
     (transcript, caret)
 }
 
-fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View) {
+fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
     let height = usize::from(area.height);
     // The total height is only needed while scrolled up: following the output, only the
     // visible cells are laid out.
@@ -181,7 +187,6 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View)
     // at the bottom, next to the editor).
     let mut skip = app.scroll;
     let mut row = area.bottom();
-    let buf = frame.buffer_mut();
     'cells: for cell in app.cells.iter_mut().rev() {
         let rows = cell.rows(view);
         let block = rows.len() + 1;
@@ -214,10 +219,9 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect, view: View)
             width.min(area.width),
             1,
         );
-        frame.render_widget(
-            Paragraph::new(hint).style(Style::new().fg(Color::Black).bg(Color::Yellow)),
-            at,
-        );
+        Paragraph::new(hint)
+            .style(Style::new().fg(Color::Black).bg(Color::Yellow))
+            .render(at, buf);
     }
 }
 

@@ -1,0 +1,120 @@
+//! Alternate-screen frames against a terminal emulator (vt100, in-process): after every frame
+//! the terminal shows exactly what the frame drew, however the transcript moved.
+
+use unicode_width::UnicodeWidthStr;
+
+use super::*;
+use crate::backend::tests::Wire;
+use crate::inline::tests::{answer, events_of};
+use crate::status::Status;
+
+struct Rig {
+    wire: Wire,
+    terminal: vt100::Parser,
+    full: Full,
+    app: App,
+    input: InputState,
+    /// Bytes written by the frames so far.
+    written: usize,
+    /// Frames that moved the transcript's rows on the terminal.
+    moves: usize,
+}
+
+impl Rig {
+    fn new(width: u16, height: u16) -> Self {
+        let wire = Wire::default();
+        let out = Out::to(Box::new(wire.clone()), Size::new(width, height));
+        Self {
+            terminal: vt100::Parser::new(height.try_into().unwrap(), width.try_into().unwrap(), 0),
+            full: Full::to(out, width, height).unwrap(),
+            wire,
+            app: App::new(Status::default()),
+            input: InputState::default(),
+            written: 0,
+            moves: 0,
+        }
+    }
+
+    /// Draws a frame; the terminal must then show what it drew.
+    fn frame(&mut self) {
+        self.full.frame(&mut self.app, &mut self.input).unwrap();
+        let bytes = std::mem::take(&mut *self.wire.0.lock().unwrap());
+        self.written += bytes.len();
+        // Only a move sets a scroll region, and resets it.
+        if bytes.windows(3).any(|w| w == b"\x1b[r") {
+            self.moves += 1;
+        }
+        self.terminal.process(&bytes);
+        let screen = self.terminal.screen();
+        let shown = &self.full.shown;
+        let (width, height) = (shown.area.width, shown.area.height);
+        let rows: Vec<String> = screen.rows(0, width).collect();
+        for y in 0..height {
+            let mut text = String::new();
+            let mut x = 0;
+            while x < width {
+                let symbol = shown[(x, y)].symbol();
+                text.push_str(symbol);
+                x += symbol.width().max(1) as u16;
+            }
+            assert_eq!(
+                rows[usize::from(y)].trim_end(),
+                text.trim_end(),
+                "row {y} differs from the frame:\n{}",
+                screen.contents()
+            );
+        }
+    }
+}
+
+/// Streams the answer with a frame after every delta; `still` keeps the transcript from
+/// being moved (each frame then writes every row that changed).
+fn stream(still: bool) -> Rig {
+    let mut rig = Rig::new(60, 16);
+    rig.frame();
+    for event in events_of(answer(), 6) {
+        rig.app.on_event(&event);
+        if still {
+            rig.full.transcript = Rect::default();
+        }
+        rig.frame();
+    }
+    rig
+}
+
+#[test]
+fn a_streaming_answer_moves_the_rows_and_writes_the_new_ones() {
+    let moved = stream(false);
+    let still = stream(true);
+    assert!(moved.moves > 10, "moved {} times", moved.moves);
+    assert_eq!(still.moves, 0);
+    // What the frames write when the rows move is a fraction of writing them again.
+    assert!(
+        moved.written * 2 < still.written,
+        "{} bytes moving rows, {} writing them",
+        moved.written,
+        still.written
+    );
+}
+
+#[test]
+fn scrolling_the_transcript_up_and_down_shows_the_right_rows() {
+    let mut rig = stream(false);
+    for scroll in [1, 2, 7, 3, 30, 0, 12, 11, 0] {
+        rig.app.scroll = scroll;
+        rig.frame();
+    }
+    assert!(rig.moves > 15, "moved {} times", rig.moves);
+}
+
+#[test]
+fn a_resize_draws_the_whole_screen_again() {
+    let mut rig = stream(false);
+    rig.terminal
+        .screen_mut()
+        .set_size(20.try_into().unwrap(), 50.try_into().unwrap());
+    rig.full.resize(50, 20).unwrap();
+    rig.frame();
+    rig.app.scroll = 4;
+    rig.frame();
+}
