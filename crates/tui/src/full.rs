@@ -25,6 +25,8 @@ pub struct Full {
     next: Buffer,
     /// Where the last frame drew the transcript.
     transcript: Rect,
+    /// The screen is to be cleared first (it changed size).
+    clear: bool,
 }
 
 impl Full {
@@ -42,11 +44,15 @@ impl Full {
             shown: Buffer::empty(Rect::new(0, 0, width, height)),
             next: Buffer::empty(Rect::default()),
             transcript: Rect::default(),
+            clear: false,
         })
     }
 
     pub fn frame(&mut self, app: &mut App, input: &mut InputState) -> std::io::Result<()> {
         write!(self.out, "{SYNC_BEGIN}")?;
+        if std::mem::take(&mut self.clear) {
+            queue!(self.out, Clear(ClearType::All), Hide)?;
+        }
         let area = self.shown.area;
         self.next.resize(area);
         self.next.reset();
@@ -61,12 +67,14 @@ impl Full {
         Write::flush(&mut self.out)
     }
 
-    /// The screen is blank at the new size (ratatui's full-screen terminal cleared it too).
+    /// The next frame clears the screen and draws all of it at the new size (what the
+    /// terminal kept of the old one is unknown).
     pub fn resize(&mut self, width: u16, height: u16) -> std::io::Result<()> {
         self.out.set_size(width, height);
         self.shown = Buffer::empty(Rect::new(0, 0, width, height));
         self.transcript = Rect::default();
-        queue!(self.out, Clear(ClearType::All), Hide)
+        self.clear = true;
+        Ok(())
     }
 
     /// If the transcript's rows in the new frame are the shown ones moved up or down, moves
