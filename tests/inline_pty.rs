@@ -233,9 +233,12 @@ fn resize(session: &mut Session, rows: u16, cols: u16) {
     session.wait_for("mock-model");
 }
 
-#[test]
-fn resizing_mid_run_loses_nothing() {
-    let rt = runtime();
+/// A 60-paragraph answer is printed, then the screen takes each of `sizes` while the command
+/// it asked for runs, then 60 more paragraphs stream. The server outlives the run.
+fn resized_while_a_command_runs(
+    rt: &tokio::runtime::Runtime,
+    sizes: &[(u16, u16)],
+) -> (Session, MockServer, Vec<String>) {
     let (first, mut names) = paragraphs(60);
     let (second, _) = paragraphs(0);
     let more: Vec<String> = (61..=120).map(|i| format!("Paragraph {i:03}.")).collect();
@@ -258,11 +261,19 @@ fn resizing_mid_run_loses_nothing() {
     session.type_text("go");
     session.send("\r");
     session.wait_for("while [");
-    // Taller and wider, then smaller than at the start, while a command runs.
-    resize(&mut session, 30, 100);
-    resize(&mut session, 20, 60);
+    for &(rows, cols) in sizes {
+        resize(&mut session, rows, cols);
+    }
     std::fs::write(&flag, "").unwrap();
     session.wait_for("The end of the answer.");
+    (session, server, names)
+}
+
+#[test]
+fn resizing_mid_run_loses_nothing() {
+    let rt = runtime();
+    // Taller and wider, then smaller than at the start, while a command runs.
+    let (session, _server, names) = resized_while_a_command_runs(&rt, &[(30, 100), (20, 60)]);
     let history = session.history();
     for name in &names {
         assert!(
@@ -289,32 +300,8 @@ fn resizing_mid_run_loses_nothing() {
 #[test]
 fn resizing_prints_each_line_once() {
     let rt = runtime();
-    let (first, mut names) = paragraphs(60);
-    let more: Vec<String> = (61..=90).map(|i| format!("Paragraph {i:03}.")).collect();
-    let second = more
-        .iter()
-        .map(|n| format!("{n} Some words follow it.\n\n"))
-        .collect::<String>()
-        + "The end of the answer.\n";
-    names.extend(more);
-    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
-    let flag = session.flag();
-    let command = format!("while [ ! -e {} ]; do sleep 0.05; done", flag.display());
-    server.push(
-        Reply::text(first.replace("The end of the answer.\n", ""))
-            .with_tool_call("bash", json!({ "command": command })),
-    );
-    server.push(Reply::text(second).with_chunk_size(30));
-    session.wait_for("Type a message");
-    session.type_text("go");
-    session.send("\r");
-    session.wait_for("while [");
-    resize(&mut session, 24, 100);
-    resize(&mut session, 24, 60);
-    resize(&mut session, 24, 70);
-    std::fs::write(&flag, "").unwrap();
-    session.wait_for("The end of the answer.");
+    let sizes = [(24, 100), (24, 60), (24, 70)];
+    let (session, _server, names) = resized_while_a_command_runs(&rt, &sizes);
     once_in_order(&session.history(), &names);
 }
 

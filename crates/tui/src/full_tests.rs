@@ -1,11 +1,9 @@
 //! Alternate-screen frames against a terminal emulator (vt100, in-process): after every frame
 //! the terminal shows exactly what the frame drew, however the transcript moved.
 
-use unicode_width::UnicodeWidthStr;
-
 use super::*;
 use crate::backend::tests::Wire;
-use crate::inline::tests::{answer, events_of};
+use crate::inline::tests::{answer, events_of, row_text};
 use crate::status::Status;
 
 struct Rig {
@@ -50,16 +48,9 @@ impl Rig {
         let (width, height) = (shown.area.width, shown.area.height);
         let rows: Vec<String> = screen.rows(0, width).collect();
         for y in 0..height {
-            let mut text = String::new();
-            let mut x = 0;
-            while x < width {
-                let symbol = shown[(x, y)].symbol();
-                text.push_str(symbol);
-                x += symbol.width().max(1) as u16;
-            }
             assert_eq!(
                 rows[usize::from(y)].trim_end(),
-                text.trim_end(),
+                row_text(shown, y).trim_end(),
                 "row {y} differs from the frame:\n{}",
                 screen.contents()
             );

@@ -80,16 +80,9 @@ impl Rig {
         assert_eq!(shown.area, self.inline.live_area());
         let terminal_rows: Vec<String> = screen.rows(0, width).collect();
         for y in self.inline.content..self.inline.height {
-            let mut text = String::new();
-            let mut x = 0;
-            while x < width {
-                let symbol = shown[(x, y)].symbol();
-                text.push_str(symbol);
-                x += symbol.width().max(1) as u16;
-            }
             assert_eq!(
                 terminal_rows[usize::from(y)].trim_end(),
-                text.trim_end(),
+                row_text(shown, y).trim_end(),
                 "row {y} differs from what the live region thinks it shows:\n{}",
                 screen.contents()
             );
@@ -154,6 +147,19 @@ impl Rig {
             .map_or(0, |i| i + 1);
         lines[first..last].to_vec()
     }
+}
+
+/// The text of row `y` of `buf`, as a terminal shows it (a wide character's second cell
+/// is not a character of its own).
+pub(crate) fn row_text(buf: &Buffer, y: u16) -> String {
+    let mut text = String::new();
+    let mut x = buf.area.x;
+    while x < buf.area.right() {
+        let symbol = buf[(x, y)].symbol();
+        text.push_str(symbol);
+        x += symbol.width().max(1) as u16;
+    }
+    text
 }
 
 pub(crate) fn answer() -> String {
