@@ -524,8 +524,6 @@ fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)
     })
 }
 
-/// The column after the last one of `row` that shows something. A wide character ends where
-/// its second column does: erasing from that column would take the character with it.
 /// Writes the cells of `next` that differ from `shown` (what the screen shows over the same
 /// area). A row's end that became blank is erased rather than written with spaces, so text
 /// copied from the terminal later has no trailing blanks.
@@ -560,6 +558,8 @@ pub(crate) fn write_changes(out: &mut Out, shown: &Buffer, next: &Buffer) -> std
     Ok(())
 }
 
+/// The column after the last one of `row` that shows something. A wide character ends where
+/// its second column does: erasing from that column would take the character with it.
 fn text_end(row: &[Cell]) -> usize {
     row.iter()
         .rposition(|c| !blank(c))
