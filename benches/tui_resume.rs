@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::num::NonZeroU16;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_core::{AgentEvent, AgentMessage};
@@ -136,11 +136,19 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    let screen = Arc::new(Mutex::new(vt100::Parser::new(
-        NonZeroU16::new(50).unwrap(),
-        NonZeroU16::new(120).unwrap(),
-        0,
-    )));
+    // The screen and a count of the chunks parsed into it: the check below runs after each
+    // new chunk instead of polling (which took CPU from the agent being measured).
+    let screen = Arc::new((
+        Mutex::new((
+            vt100::Parser::new(
+                NonZeroU16::new(50).unwrap(),
+                NonZeroU16::new(120).unwrap(),
+                0,
+            ),
+            0u64,
+        )),
+        Condvar::new(),
+    ));
     let mut reader = pty.master.try_clone_reader().unwrap();
     let parser = screen.clone();
     std::thread::spawn(move || {
@@ -149,21 +157,32 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
             if n == 0 {
                 break;
             }
-            parser.lock().unwrap().process(&buf[..n]);
+            let (state, parsed) = &*parser;
+            let mut state = state.lock().unwrap();
+            state.0.process(&buf[..n]);
+            state.1 += 1;
+            parsed.notify_all();
         }
     });
     let deadline = started + Duration::from_secs(120);
+    let (state, parsed) = &*screen;
+    let mut state = state.lock().unwrap();
     let first_frame = loop {
-        let contents = screen.lock().unwrap().screen().contents();
+        let contents = state.0.screen().contents();
         if contents.contains(last) && contents.contains("Type a message") {
             break started.elapsed();
         }
-        assert!(
-            Instant::now() < deadline,
-            "never showed the resumed session:\n{contents}"
-        );
-        std::thread::sleep(Duration::from_millis(2));
+        let seen = state.1;
+        while state.1 == seen {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "never showed the resumed session:\n{contents}"
+            );
+            state = parsed.wait_timeout(state, left).unwrap().0;
+        }
     };
+    drop(state);
     // Let it settle, then read the high-water mark.
     std::thread::sleep(Duration::from_millis(300));
     let rss = peak_rss_mb(pid);
