@@ -2,10 +2,10 @@
 //! 100,000 messages) in a 120×50 pseudo-terminal, inline and on the alternate screen. Reports
 //! the time from start to the first frame showing the end of the conversation, and peak RSS.
 
-use std::io::Read;
-use std::num::NonZeroU16;
+#[path = "common/screen.rs"]
+mod screen;
+
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_core::{AgentEvent, AgentMessage};
@@ -15,6 +15,7 @@ use llm::{
 };
 use mock_llm::{MockServer, Script};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use screen::Screen;
 use session::{Home, SessionWriter};
 
 const TARGET_BYTES: u64 = 100 * 1024 * 1024;
@@ -136,53 +137,11 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    // The screen and a count of the chunks parsed into it: the check below runs after each
-    // new chunk instead of polling (which took CPU from the agent being measured).
-    let screen = Arc::new((
-        Mutex::new((
-            vt100::Parser::new(
-                NonZeroU16::new(50).unwrap(),
-                NonZeroU16::new(120).unwrap(),
-                0,
-            ),
-            0u64,
-        )),
-        Condvar::new(),
-    ));
-    let mut reader = pty.master.try_clone_reader().unwrap();
-    let parser = screen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16384];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let (state, parsed) = &*parser;
-            let mut state = state.lock().unwrap();
-            state.0.process(&buf[..n]);
-            state.1 += 1;
-            parsed.notify_all();
-        }
+    let screen = Screen::read(pty.master.try_clone_reader().unwrap());
+    screen.wait(Duration::from_secs(120), |c| {
+        c.contains(last) && c.contains("Type a message")
     });
-    let deadline = started + Duration::from_secs(120);
-    let (state, parsed) = &*screen;
-    let mut state = state.lock().unwrap();
-    let first_frame = loop {
-        let contents = state.0.screen().contents();
-        if contents.contains(last) && contents.contains("Type a message") {
-            break started.elapsed();
-        }
-        let seen = state.1;
-        while state.1 == seen {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "never showed the resumed session:\n{contents}"
-            );
-            state = parsed.wait_timeout(state, left).unwrap().0;
-        }
-    };
-    drop(state);
+    let first_frame = started.elapsed();
     // Let it settle, then read the high-water mark.
     std::thread::sleep(Duration::from_millis(300));
     let rss = peak_rss_mb(pid);

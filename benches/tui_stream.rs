@@ -4,13 +4,15 @@
 //! process CPU for the whole stream, how long after the last byte the last line is on screen,
 //! and peak RSS.
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+#[path = "common/screen.rs"]
+mod screen;
+
+use std::io::Write;
+use std::time::Duration;
 
 use mock_llm::{MockServer, Reply, Script};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use screen::Screen;
 
 const DELTAS: usize = 4_000;
 const REPLY_BYTES: usize = 200_000;
@@ -129,52 +131,9 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    // The screen and a count of the chunks it has parsed: the waiting side sleeps until the
-    // reader has parsed more (polling the screen every millisecond took most of a core from
-    // the agent's on this 2-core machine, and its caches with it).
-    let screen = Arc::new((
-        Mutex::new((
-            vt100::Parser::new(
-                NonZeroU16::new(50).unwrap(),
-                NonZeroU16::new(120).unwrap(),
-                0,
-            ),
-            0u64,
-        )),
-        Condvar::new(),
-    ));
-    let mut reader = pty.master.try_clone_reader().unwrap();
+    let screen = Screen::read(pty.master.try_clone_reader().unwrap());
     let mut writer = pty.master.take_writer().unwrap();
-    let parser = screen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16384];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let (state, parsed) = &*parser;
-            let mut state = state.lock().unwrap();
-            state.0.process(&buf[..n]);
-            state.1 += 1;
-            parsed.notify_all();
-        }
-    });
-    let wait_for = |text: &str| {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let (state, parsed) = &*screen;
-        let mut state = state.lock().unwrap();
-        loop {
-            if state.0.screen().contents().contains(text) {
-                return Instant::now();
-            }
-            let seen = state.1;
-            while state.1 == seen {
-                let left = deadline.saturating_duration_since(Instant::now());
-                assert!(!left.is_zero(), "never showed {text:?}");
-                state = parsed.wait_timeout(state, left).unwrap().0;
-            }
-        }
-    };
+    let wait_for = |text: &str| screen.wait(Duration::from_secs(120), |c| c.contains(text));
     wait_for("Type a message");
     let cpu_before = cpu_seconds(pid);
     writer.write_all(b"go\r").unwrap();
