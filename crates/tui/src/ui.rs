@@ -93,7 +93,7 @@ pub fn draw_live(
     // Rows left over (room kept for a popup) go above, so the text stays next to the editor.
     let pad = above.height - rows.len() as u16;
     for (row, line) in (above.y + pad..).zip(rows) {
-        line.render(Rect::new(above.x, row, above.width, 1), buf);
+        render_line(line, Rect::new(above.x, row, above.width, 1), buf);
     }
     (pad, caret)
 }
@@ -207,7 +207,7 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
                 break 'cells;
             }
             row -= 1;
-            line.render(Rect::new(area.x, row, area.width, 1), buf);
+            render_line(line, Rect::new(area.x, row, area.width, 1), buf);
         }
     }
     if app.scroll > 0 {
@@ -384,4 +384,94 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
                 .border_style(Style::new().fg(Color::Cyan)),
         )
         .render(area, buf);
+}
+
+/// `line.render(area, buf)`, with the cells of a plain line set directly: most rows of a
+/// conversation are printable ASCII plus our bullets and bars, and ratatui splits every span
+/// into graphemes and measures each (7% of a paced stream's CPU on the alternate screen, where
+/// every visible row is drawn each frame). Lines this does not cover (any other character, an
+/// alignment) go through ratatui; `renders_lines_as_ratatui_does` holds the two to the same
+/// cells.
+fn render_line(line: &Line<'_>, area: Rect, buf: &mut Buffer) {
+    if !matches!(
+        line.alignment,
+        None | Some(ratatui::layout::Alignment::Left)
+    ) || !line
+        .spans
+        .iter()
+        .all(|span| span.content.chars().all(one_cell))
+    {
+        line.render(area, buf);
+        return;
+    }
+    let area = area.intersection(buf.area);
+    if area.is_empty() || line.spans.iter().all(|span| span.content.is_empty()) {
+        return;
+    }
+    let area = Rect { height: 1, ..area };
+    buf.set_style(area, line.style);
+    let mut x = area.x;
+    for span in &line.spans {
+        for c in span.content.chars() {
+            if x >= area.right() {
+                return;
+            }
+            buf[(x, area.y)].set_char(c).set_style(span.style);
+            x += 1;
+        }
+    }
+}
+
+/// A character that is a grapheme of its own, one column wide, whatever surrounds it: printable
+/// ASCII, box drawing and the bullets the cells use.
+fn one_cell(c: char) -> bool {
+    matches!(c, ' '..='~' | '\u{2500}'..='\u{257f}' | '•' | '·' | '›' | '…')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_lines_as_ratatui_does() {
+        let bold = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+        let lines = [
+            Line::default(),
+            Line::raw("plain text"),
+            Line::from(vec![
+                Span::styled("  fn ", bold),
+                Span::raw("main() {}"),
+                Span::styled("", bold),
+                Span::styled(" // note", Style::new().fg(Color::DarkGray)),
+            ]),
+            Line::styled("reversed row", Style::new().bg(Color::Blue)),
+            Line::from(vec![Span::styled(
+                "x",
+                Style::new().remove_modifier(Modifier::BOLD),
+            )])
+            .style(Style::new().add_modifier(Modifier::BOLD)),
+            Line::raw("a line longer than the area it is drawn into"),
+            Line::raw("wide 你好 and é"),
+            Line::raw("centred").centered(),
+            Line::raw("tab\there"),
+            Line::from(vec![
+                Span::styled("│ ", Style::new().fg(Color::DarkGray)),
+                Span::raw("• item · more › next… ┌─┐"),
+            ]),
+            Line::raw("• e\u{301} combining after a bullet"),
+            Line::raw("•\u{200d}• joined"),
+        ];
+        for line in &lines {
+            for width in [0, 1, 5, 20, 60] {
+                // Drawn over cells that already hold something, as a frame's buffer may.
+                let area = Rect::new(0, 0, 60, 2);
+                let mut expected = Buffer::filled(area, ratatui::buffer::Cell::new("#"));
+                let mut got = expected.clone();
+                let row = Rect::new(3, 1, width, 1);
+                line.render(row, &mut expected);
+                render_line(line, row, &mut got);
+                assert_eq!(got, expected, "{line:?} at width {width}");
+            }
+        }
+    }
 }
