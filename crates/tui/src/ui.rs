@@ -388,7 +388,7 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
 
 /// `line.render(area, buf)`, with the cells of a plain line set directly: most rows of a
 /// conversation are printable ASCII plus our bullets and bars, and ratatui splits every span
-/// into graphemes and measures each (7% of a paced stream's CPU on the alternate screen, where
+/// into graphemes and measures each (8% of a paced stream's CPU on the alternate screen, where
 /// every visible row is drawn each frame). Lines this does not cover (any other character, an
 /// alignment) go through ratatui; `renders_lines_as_ratatui_does` holds the two to the same
 /// cells.
