@@ -460,21 +460,31 @@ fn write_cells(
 
 /// Writes `line` from the cursor (at the start of an erased row) as runs of text, a span
 /// each, instead of through a row of cells: most lines printed into the scrollback are plain
-/// ASCII, and a reply printed in one burst or a resumed conversation is thousands of them.
-/// What reaches the terminal is what drawing the line into cells and writing those would
-/// give, trailing blanks left out as there. `false`, with nothing written, for a line this does
-/// not cover: anything but printable ASCII (graphemes, wide and control characters are the
-/// cells' business), a line style with a background or attributes (it colours the whole row),
-/// an alignment, a line wider than the screen.
+/// (printable ASCII, box drawing, bullets: [`ui::one_cell`]), and a reply printed in one burst
+/// or a resumed conversation is thousands of them. What reaches the terminal is what drawing
+/// the line into cells and writing those would give, trailing blanks left out as there.
+/// `false`, with nothing written, for a line this does not cover: any other character
+/// (graphemes, wide and control characters are the cells' business), a line style with a
+/// background or attributes (it colours the whole row), an alignment, a line wider than the
+/// screen.
 fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<bool> {
-    let printable = |text: &str| text.bytes().all(|b| (b' '..=b'~').contains(&b));
+    // Each character is one cell: columns are counted in characters.
+    let columns = |text: &str| text.chars().count();
     if !matches!(line.alignment, None | Some(Alignment::Left))
         || space_shows(
             line.style.bg.unwrap_or(Color::Reset),
             line.style.add_modifier,
         )
-        || !line.spans.iter().all(|span| printable(&span.content))
-        || line.spans.iter().map(|s| s.content.len()).sum::<usize>() > usize::from(width)
+        || !line
+            .spans
+            .iter()
+            .all(|span| span.content.chars().all(ui::one_cell))
+        || line
+            .spans
+            .iter()
+            .map(|s| columns(&s.content))
+            .sum::<usize>()
+            > usize::from(width)
     {
         return Ok(false);
     }
@@ -492,9 +502,9 @@ fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<boo
             span.content.trim_end_matches(' ')
         };
         if !text.is_empty() {
-            end = column + text.len();
+            end = column + columns(text);
         }
-        column += span.content.len();
+        column += columns(&span.content);
     }
     let mut pen = Pen::default();
     let mut column = 0;
@@ -502,9 +512,13 @@ fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<boo
         if column >= end {
             break;
         }
-        let take = span.content.len().min(end - column);
+        let take = span
+            .content
+            .char_indices()
+            .nth(end - column)
+            .map_or(span.content.len(), |(at, _)| at);
         out.run(&mut pen, &span.content[..take], style(span))?;
-        column += span.content.len();
+        column += columns(&span.content);
     }
     out.end_runs(pen)?;
     Ok(true)

@@ -437,7 +437,8 @@ fn resizing_keeps_the_copy_of_the_screen_exact() {
 
 /// Lines printed as runs of text reach the terminal exactly as their cells would: the same
 /// characters, styles and colours in every cell, and the same cells left unwritten (trailing
-/// blanks). The ASCII lines take the run path; the others fall back to the cells.
+/// blanks). The plain lines (ASCII, box drawing, bullets) take the run path; the others fall
+/// back to the cells.
 #[test]
 fn lines_written_as_runs_match_lines_written_as_cells() {
     use ratatui::style::{Style, Stylize};
@@ -477,6 +478,14 @@ fn lines_written_as_runs_match_lines_written_as_cells() {
         (Line::from(""), true),
         (Line::from("    "), true),
         (Line::from("exactly twenty-four cols"), true),
+        (
+            Line::from(vec![
+                Span::from("│ ").dark_gray(),
+                Span::from("• it… › ┌─┐ ·  "),
+            ]),
+            true,
+        ),
+        (Line::from("• e\u{301} combining"), false),
         (Line::from("中文 and ascii"), false),
         (Line::from("tab\there"), false),
         (Line::from("this line is wider than the screen"), false),
@@ -488,10 +497,10 @@ fn lines_written_as_runs_match_lines_written_as_cells() {
         let wire = Wire::default();
         let mut out = Out::to(Box::new(wire.clone()), Size::new(WIDTH, height));
         let mut buffer = Buffer::empty(Rect::new(0, 0, WIDTH, 1));
-        for (row, (line, ascii)) in (0..).zip(&lines) {
+        for (row, (line, plain)) in (0..).zip(&lines) {
             queue!(out, MoveTo(0, row), Clear(ClearType::UntilNewLine)).unwrap();
             let done = runs && write_runs(&mut out, line, WIDTH).unwrap();
-            assert_eq!(done, runs && *ascii, "{line:?}");
+            assert_eq!(done, runs && *plain, "{line:?}");
             if !done {
                 write_cells(&mut out, &mut buffer, line, row).unwrap();
             }

@@ -424,7 +424,7 @@ fn render_line(line: &Line<'_>, area: Rect, buf: &mut Buffer) {
 
 /// A character that is a grapheme of its own, one column wide, whatever surrounds it: printable
 /// ASCII, box drawing and the bullets the cells use.
-fn one_cell(c: char) -> bool {
+pub(crate) fn one_cell(c: char) -> bool {
     matches!(c, ' '..='~' | '\u{2500}'..='\u{257f}' | '•' | '·' | '›' | '…')
 }
 
