@@ -14,7 +14,6 @@ use crossterm::queue;
 use crossterm::terminal::{Clear, ClearType};
 use ratatui::backend::Backend;
 use ratatui::buffer::{Buffer, Cell};
-use ratatui::layout::Alignment;
 use ratatui::layout::{Position, Rect, Size};
 use ratatui::style::{Color, Modifier};
 use ratatui::text::{Line, Span};
@@ -460,7 +459,7 @@ fn write_cells(
 
 /// Writes `line` from the cursor (at the start of an erased row) as runs of text, a span
 /// each, instead of through a row of cells: most lines printed into the scrollback are plain
-/// (printable ASCII, box drawing, bullets: [`ui::one_cell`]), and a reply printed in one burst
+/// (printable ASCII, box drawing, bullets: [`ui::plain`]), and a reply printed in one burst
 /// or a resumed conversation is thousands of them. What reaches the terminal is what drawing
 /// the line into cells and writing those would give, trailing blanks left out as there.
 /// `false`, with nothing written, for a line this does not cover: any other character
@@ -470,15 +469,11 @@ fn write_cells(
 fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<bool> {
     // Each character is one cell: columns are counted in characters.
     let columns = |text: &str| text.chars().count();
-    if !matches!(line.alignment, None | Some(Alignment::Left))
+    if !ui::plain(line)
         || space_shows(
             line.style.bg.unwrap_or(Color::Reset),
             line.style.add_modifier,
         )
-        || !line
-            .spans
-            .iter()
-            .all(|span| span.content.chars().all(ui::one_cell))
         || line
             .spans
             .iter()

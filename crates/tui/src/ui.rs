@@ -393,14 +393,7 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
 /// alignment) go through ratatui; `renders_lines_as_ratatui_does` holds the two to the same
 /// cells.
 fn render_line(line: &Line<'_>, area: Rect, buf: &mut Buffer) {
-    if !matches!(
-        line.alignment,
-        None | Some(ratatui::layout::Alignment::Left)
-    ) || !line
-        .spans
-        .iter()
-        .all(|span| span.content.chars().all(one_cell))
-    {
+    if !plain(line) {
         line.render(area, buf);
         return;
     }
@@ -422,9 +415,20 @@ fn render_line(line: &Line<'_>, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// A left-aligned line of [`one_cell`] characters only: each character is one cell, in order.
+pub(crate) fn plain(line: &Line<'_>) -> bool {
+    matches!(
+        line.alignment,
+        None | Some(ratatui::layout::Alignment::Left)
+    ) && line
+        .spans
+        .iter()
+        .all(|span| span.content.chars().all(one_cell))
+}
+
 /// A character that is a grapheme of its own, one column wide, whatever surrounds it: printable
 /// ASCII, box drawing and the bullets the cells use.
-pub(crate) fn one_cell(c: char) -> bool {
+fn one_cell(c: char) -> bool {
     matches!(c, ' '..='~' | '\u{2500}'..='\u{257f}' | '•' | '·' | '›' | '…')
 }
 
