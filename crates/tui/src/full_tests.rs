@@ -55,6 +55,22 @@ impl Rig {
                 screen.contents()
             );
         }
+        // And the transcript's rows are the screen drawn whole, from nothing: a row left as
+        // it was must still be what it should show (styles included). (The rows under it are
+        // drawn whole every frame; the spinner there moves with each drawing.)
+        let mut whole = Buffer::empty(shown.area);
+        ui::draw_screen(&mut whole, shown.area, &mut self.app, &mut self.input);
+        for y in 0..self.full.transcript.bottom() {
+            let row = |buf: &Buffer| {
+                buf.content[usize::from(y) * usize::from(width)..][..usize::from(width)].to_vec()
+            };
+            assert!(
+                row(shown) == row(&whole),
+                "row {y} is {:?}, drawn whole it is {:?}",
+                row_text(shown, y),
+                row_text(&whole, y)
+            );
+        }
     }
 }
 
@@ -108,4 +124,63 @@ fn a_resize_draws_the_whole_screen_again() {
     rig.frame();
     rig.app.scroll = 4;
     rig.frame();
+}
+
+/// A popup over a streaming transcript, the editor growing and shrinking under it, and the
+/// transcript scrolled up (its hint over the last row) and back: every frame is the screen
+/// drawn whole, and the popup is on top of the transcript's rows.
+#[test]
+fn a_popup_stays_on_top_of_a_streaming_transcript() {
+    let mut rig = Rig::new(60, 16);
+    rig.frame();
+    for (i, event) in events_of(answer(), 6).iter().enumerate() {
+        rig.app.on_event(event);
+        match i % 50 {
+            5 => {
+                rig.input.popup = Some(crate::popup::Popup::Choice {
+                    kind: crate::app::ChoiceKind::Session,
+                    items: (1..=6)
+                        .map(|n| (format!("choice {n}"), String::new()))
+                        .collect(),
+                    selected: 0,
+                })
+            }
+            15 => rig.input.popup = None,
+            20 => rig.app.editor.set_text("a prompt\nof three\nlines"),
+            30 => rig.app.scroll = 3,
+            35 => rig.app.editor.set_text(""),
+            40 => rig.app.scroll = 0,
+            _ => {}
+        }
+        rig.frame();
+        if rig.input.popup.is_some() {
+            let screen = rig.terminal.screen().contents();
+            assert!(
+                screen.contains("choice 1") && screen.contains("choice 6"),
+                "{screen}"
+            );
+        }
+    }
+}
+
+/// Wide characters (CJK, emoji) moving over narrow ones and back as the transcript moves and
+/// scrolls: the terminal shows each frame exactly.
+#[test]
+fn wide_characters_moving_over_narrow_ones_leave_nothing_behind() {
+    let mut rig = Rig::new(40, 12);
+    rig.frame();
+    let mut text = String::new();
+    for i in 0..20 {
+        text.push_str(&format!(
+            "第{i}段：你的帮助和耐心的解答 👍 then ascii words {i}\n\n🎉 家族 and more\n\n"
+        ));
+    }
+    for event in events_of(text, 7) {
+        rig.app.on_event(&event);
+        rig.frame();
+    }
+    for scroll in [1, 3, 2, 9, 0, 5, 0] {
+        rig.app.scroll = scroll;
+        rig.frame();
+    }
 }

@@ -348,6 +348,14 @@ fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
             _ => {}
         }
         rig.frame();
+        if rig.input.popup.is_some() {
+            // On top of the answer's rows in the live region.
+            let screen = rig.terminal.screen().contents();
+            assert!(
+                screen.contains("choice 1") && screen.contains("choice 8"),
+                "{screen}"
+            );
+        }
     }
     rig.app.queue.clear();
     assert_eq!(rig.quit(), printed_at_once(&events(11), 60));

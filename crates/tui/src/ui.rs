@@ -68,9 +68,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState) {
 /// [`draw`] into `buf`; returns where the transcript is.
 pub fn draw_screen(buf: &mut Buffer, area: Rect, app: &mut App, input: &mut InputState) -> Rect {
     let bottom = Bottom::new(app, input, area.width, area.height);
-    let (transcript, _) = draw_bottom(buf, app, input, bottom, area);
+    let (transcript, editor, _) = draw_bottom(buf, app, input, bottom, area);
     input.page = usize::from(transcript.height);
     draw_transcript(buf, app, transcript, app.view(transcript.width));
+    // Last: it covers the transcript's rows above the editor.
+    if let Some(popup) = &input.popup {
+        draw_popup(buf, popup, editor, area.y);
+    }
     transcript
 }
 
@@ -87,13 +91,17 @@ pub fn draw_live(
     bottom: Bottom,
     transcript: &[Line<'static>],
 ) -> (u16, Option<Position>) {
-    let (above, caret) = draw_bottom(buf, app, input, bottom, area);
+    let (above, editor, caret) = draw_bottom(buf, app, input, bottom, area);
     let skip = transcript.len().saturating_sub(usize::from(above.height));
     let rows = &transcript[skip..];
     // Rows left over (room kept for a popup) go above, so the text stays next to the editor.
     let pad = above.height - rows.len() as u16;
     for (row, line) in (above.y + pad..).zip(rows) {
         render_line(line, Rect::new(above.x, row, above.width, 1), buf);
+    }
+    // Last: it covers the rows above the editor.
+    if let Some(popup) = &input.popup {
+        draw_popup(buf, popup, editor, area.y);
     }
     (pad, caret)
 }
@@ -120,15 +128,16 @@ pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState
     );
 }
 
-/// Draws everything under the transcript; returns the area left for it, and where the
-/// editor's caret is (when the editor shows it).
+/// Draws everything under the transcript (a popup is the caller's, drawn over the rest);
+/// returns the area left for the transcript, the editor's, and where the editor's caret is
+/// (when the editor shows it).
 fn draw_bottom(
     buf: &mut Buffer,
     app: &mut App,
     input: &mut InputState,
     bottom: Bottom,
     area: Rect,
-) -> (Rect, Option<Position>) {
+) -> (Rect, Rect, Option<Position>) {
     // Stacked from the bottom up by hand: ratatui's layout solver, run every frame, was a
     // sixth of this function. On a screen too short for all of it the rows nearest the bottom
     // win.
@@ -161,10 +170,7 @@ fn draw_bottom(
     draw_queue(buf, app, queue);
     let caret = draw_editor(buf, app, editor);
     draw_status(buf, app, status);
-    if let Some(popup) = &input.popup {
-        draw_popup(buf, popup, editor, area.y);
-    }
-    (transcript, caret)
+    (transcript, editor, caret)
 }
 
 fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
