@@ -21,9 +21,15 @@ pub(crate) struct Held {
 pub(crate) enum Mode {
     Shared,
     Exclusive,
-    /// Exclusive, or `None` at once when another process holds it.
+    /// Exclusive, or `None` when another process holds it for longer than [`MOMENT`].
     TryExclusive,
 }
+
+/// How long `TryExclusive` waits for a lock held only for a moment. A process forked by any
+/// thread of this one (a tool's command, git) holds copies of the open lock files until it
+/// execs; a snapshot's lock released while a fork is between the two is still held, for
+/// microseconds to milliseconds. Without the wait, pruning found its own store busy then.
+pub(crate) const MOMENT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Takes the lock on `path` (created 0600 if missing).
 pub(crate) fn lock(path: &Path, mode: Mode) -> Result<Option<Held>> {
@@ -39,6 +45,7 @@ pub(crate) fn lock(path: &Path, mode: Mode) -> Result<Option<Held>> {
         Mode::Exclusive => libc::LOCK_EX,
         Mode::TryExclusive => libc::LOCK_EX | libc::LOCK_NB,
     };
+    let deadline = std::time::Instant::now() + MOMENT;
     loop {
         // SAFETY: flock on a descriptor `file` owns and keeps open for the call; no memory
         // is passed.
@@ -49,8 +56,42 @@ pub(crate) fn lock(path: &Path, mode: Mode) -> Result<Option<Held>> {
         let err = io::Error::last_os_error();
         match err.kind() {
             io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             io::ErrorKind::WouldBlock => return Ok(None),
             _ => return Err(CheckpointError::io(path)(err)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shared lock held a moment longer by a copy of its file (as a forked child holds it
+    /// until it execs) does not make pruning's lock fail; one held on does.
+    #[test]
+    fn try_exclusive_waits_out_a_lock_held_for_a_moment_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let held = lock(&path, Mode::Shared).unwrap().unwrap();
+        let copy = held._file.try_clone().unwrap();
+        drop(held);
+        let (taken, take) = std::sync::mpsc::channel();
+        let releaser = std::thread::spawn(move || {
+            // Released once the other side is waiting for it.
+            take.recv().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(copy);
+        });
+        taken.send(()).unwrap();
+        assert!(lock(&path, Mode::TryExclusive).unwrap().is_some());
+        releaser.join().unwrap();
+
+        let _held = lock(&path, Mode::Shared).unwrap().unwrap();
+        let asked = std::time::Instant::now();
+        assert!(lock(&path, Mode::TryExclusive).unwrap().is_none());
+        assert!(asked.elapsed() >= MOMENT);
     }
 }
