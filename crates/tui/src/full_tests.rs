@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::backend::tests::Wire;
-use crate::inline::tests::{answer, events_of, row_text};
+use crate::inline::tests::{answer, choices, events_of, row_text};
 use crate::status::Status;
 
 struct Rig {
@@ -136,15 +136,7 @@ fn a_popup_stays_on_top_of_a_streaming_transcript() {
     for (i, event) in events_of(answer(), 6).iter().enumerate() {
         rig.app.on_event(event);
         match i % 50 {
-            5 => {
-                rig.input.popup = Some(crate::popup::Popup::Choice {
-                    kind: crate::app::ChoiceKind::Session,
-                    items: (1..=6)
-                        .map(|n| (format!("choice {n}"), String::new()))
-                        .collect(),
-                    selected: 0,
-                })
-            }
+            5 => rig.input.popup = Some(choices(6)),
             15 => rig.input.popup = None,
             20 => rig.app.editor.set_text("a prompt\nof three\nlines"),
             30 => rig.app.scroll = 3,

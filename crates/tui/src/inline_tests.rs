@@ -316,6 +316,17 @@ fn the_cursor_waits_at_the_caret_when_idle_and_above_the_live_region_while_worki
     );
 }
 
+/// A popup listing `n` choices ("choice 1" …).
+pub(crate) fn choices(n: usize) -> crate::popup::Popup {
+    crate::popup::Popup::Choice {
+        kind: crate::app::ChoiceKind::Session,
+        items: (1..=n)
+            .map(|n| (format!("choice {n}"), String::new()))
+            .collect(),
+        selected: 0,
+    }
+}
+
 /// The bottom of the live region changing mid-stream — a popup over the editor (room kept
 /// above it), a queued message, a prompt of several lines being typed — keeps the copy of
 /// the screen exact, and the conversation whole.
@@ -325,15 +336,7 @@ fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
     for (i, event) in events(11).iter().enumerate() {
         rig.app.on_event(event);
         match i % 60 {
-            5 => {
-                rig.input.popup = Some(crate::popup::Popup::Choice {
-                    kind: crate::app::ChoiceKind::Session,
-                    items: (1..=8)
-                        .map(|n| (format!("choice {n}"), String::new()))
-                        .collect(),
-                    selected: 0,
-                })
-            }
+            5 => rig.input.popup = Some(choices(8)),
             20 => rig.input.popup = None,
             25 => rig.app.queue.push(crate::app::QueuedView {
                 id: i as u64,
