@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::backend::tests::Wire;
-use crate::inline::tests::{answer, choices, events_of, row_text};
+use crate::inline::tests::{answer, assert_choices_shown, choices, events_of, row_text};
 use crate::status::Status;
 
 struct Rig {
@@ -146,11 +146,7 @@ fn a_popup_stays_on_top_of_a_streaming_transcript() {
         }
         rig.frame();
         if rig.input.popup.is_some() {
-            let screen = rig.terminal.screen().contents();
-            assert!(
-                screen.contains("choice 1") && screen.contains("choice 6"),
-                "{screen}"
-            );
+            assert_choices_shown(&rig.terminal, 6);
         }
     }
 }

@@ -327,6 +327,16 @@ pub(crate) fn choices(n: usize) -> crate::popup::Popup {
     }
 }
 
+/// The terminal shows the first and the last of the popup's `n` choices (nothing drawn over
+/// it).
+pub(crate) fn assert_choices_shown(terminal: &vt100::Parser, n: usize) {
+    let screen = terminal.screen().contents();
+    assert!(
+        screen.contains("choice 1") && screen.contains(&format!("choice {n}")),
+        "{screen}"
+    );
+}
+
 /// The bottom of the live region changing mid-stream — a popup over the editor (room kept
 /// above it), a queued message, a prompt of several lines being typed — keeps the copy of
 /// the screen exact, and the conversation whole.
@@ -353,11 +363,7 @@ fn the_bottom_changing_keeps_the_copy_of_the_screen_exact() {
         rig.frame();
         if rig.input.popup.is_some() {
             // On top of the answer's rows in the live region.
-            let screen = rig.terminal.screen().contents();
-            assert!(
-                screen.contains("choice 1") && screen.contains("choice 8"),
-                "{screen}"
-            );
+            assert_choices_shown(&rig.terminal, 8);
         }
     }
     rig.app.queue.clear();
