@@ -546,21 +546,18 @@ pub(crate) fn write_changes(out: &mut Out, shown: &Buffer, next: &Buffer) -> std
         *ends[row].get_or_insert_with(|| text_end(&next.content[row * width..][..width]) as u16)
     };
     let mut erase: Vec<(u16, u16)> = Vec::new();
-    let changes: Vec<(u16, u16, &Cell)> = shown
-        .diff(next)
-        .into_iter()
-        .filter(|&(x, y, _)| {
-            let end = end_of(y);
-            if x < end {
-                return true;
-            }
-            if erase.last().is_none_or(|&(_, row)| row != y) {
-                erase.push((end, y));
-            }
-            false
-        })
-        .collect();
-    out.draw(changes.into_iter())?;
+    // Drawn as found: no list of the frame's changes is built.
+    let changes = shown.diff_iter(next).filter(|&(x, y, _)| {
+        let end = end_of(y);
+        if x < end {
+            return true;
+        }
+        if erase.last().is_none_or(|&(_, row)| row != y) {
+            erase.push((end, y));
+        }
+        false
+    });
+    out.draw(changes)?;
     for (x, y) in erase {
         queue!(out, MoveTo(x, y), Clear(ClearType::UntilNewLine))?;
     }
