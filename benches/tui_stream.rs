@@ -1,5 +1,6 @@
 //! `cargo bench --bench tui_stream [FILTER]`: the release binary in a 120×50 pseudo-terminal
-//! while mock-llm streams a 200 KB reply — markdown, or one long code fence — with deltas paced
+//! while mock-llm streams a 200 KB reply — markdown, or one long code fence (dense or real
+//! code) — with deltas paced
 //! like a real model (10 ms apart) and unpaced, inline and on the alternate screen. Reports the
 //! process CPU for the whole stream, how long after the last byte the last line is on screen,
 //! and peak RSS.
@@ -45,6 +46,14 @@ fn main() {
         Case {
             name: "one 200 KB code fence, 3,000 deltas 10 ms apart",
             reply: code_reply(),
+            deltas: 3_000,
+            delay_ms: 10,
+        },
+        // The same size and pace, but real code: the line above repeats one dense line, real
+        // source has shorter lines, blank ones and comments.
+        Case {
+            name: "one 200 KB code fence of this repository's Rust, 3,000 deltas 10 ms apart",
+            reply: repository_code_reply(),
             deltas: 3_000,
             delay_ms: 10,
         },
@@ -172,6 +181,41 @@ fn code_reply() -> String {
         out.push_str(&format!(
             "pub fn step_{i}(input: &[u32]) -> u32 {{ input.iter().map(|x| x * {i}).sum() }}\n"
         ));
+    }
+    out.push_str("```\n\nEND OF REPLY\n");
+    out
+}
+
+/// One fenced block of about 200 KB of this repository's own sources (its `.rs` files in
+/// path order), then a marker line.
+fn repository_code_reply() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src"), root.join("crates")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut out = String::from("Here is the code:\n\n```rust\n");
+    'files: for file in files {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            if out.len() >= REPLY_BYTES - 100 {
+                break 'files;
+            }
+            // A line that would close the fence early (none today).
+            if line.trim_start().starts_with("```") || line.contains("END OF REPLY") {
+                continue;
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
     }
     out.push_str("```\n\nEND OF REPLY\n");
     out
