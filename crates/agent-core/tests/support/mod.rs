@@ -790,3 +790,29 @@ impl Compactor for TestCompactor {
         })
     }
 }
+
+/// The roles of the messages a request sent, in order.
+pub fn wire_roles(context: &llm::Context) -> Vec<&'static str> {
+    context
+        .messages
+        .iter()
+        .map(|m| match m {
+            llm::Message::User(_) => "user",
+            llm::Message::Assistant(_) => "assistant",
+            llm::Message::ToolResult(_) => "tool_result",
+        })
+        .collect()
+}
+
+/// The text of the last user message a request sent.
+pub fn last_user_text(context: &llm::Context) -> String {
+    context
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            llm::Message::User(u) => Some(u.plain_text()),
+            _ => None,
+        })
+        .unwrap()
+}
