@@ -1,9 +1,8 @@
 //! `cargo bench --bench tui_stream [FILTER]`: the release binary in a 120×50 pseudo-terminal
 //! while mock-llm streams a 200 KB reply — markdown, or one long code fence (dense or real
-//! code) — with deltas paced
-//! like a real model (10 ms apart) and unpaced, inline and on the alternate screen. Reports the
-//! process CPU for the whole stream, how long after the last byte the last line is on screen,
-//! and peak RSS.
+//! code) — with deltas paced like a real model (10 ms apart) and unpaced, inline and on the
+//! alternate screen. Reports the process CPU for the whole stream, how long after the last byte
+//! the last line is on screen, and peak RSS.
 
 #[path = "common/screen.rs"]
 mod screen;
@@ -187,7 +186,7 @@ fn code_reply() -> String {
 }
 
 /// One fenced block of about 200 KB of this repository's own sources (its `.rs` files in
-/// path order), then a marker line.
+/// path order, as the commit measured has them), then a marker line.
 fn repository_code_reply() -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
@@ -209,7 +208,7 @@ fn repository_code_reply() -> String {
             if out.len() >= REPLY_BYTES - 100 {
                 break 'files;
             }
-            // A line that would close the fence early (none today).
+            // Left out: a line that would close the fence early or end the measurement.
             if line.trim_start().starts_with("```") || line.contains("END OF REPLY") {
                 continue;
             }
