@@ -185,7 +185,8 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Reads what a picker shows, parsing only the header and the first user message: counting
-/// the rest needs no JSON parsing, so even a huge session lists quickly.
+/// the rest of the lines the writer wrote needs no JSON parsing, so even a huge session lists
+/// quickly (a line formatted otherwise is parsed whole).
 fn describe(path: &Path) -> io::Result<SessionInfo> {
     let metadata = std::fs::metadata(path)?;
     let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
@@ -202,13 +203,20 @@ fn describe(path: &Path) -> io::Result<SessionInfo> {
         if reader.read_until(b'\n', &mut line)? == 0 {
             break;
         }
-        if let Some((id, parent)) = entry_ids(&line) {
+        let (ids, message) = match entry_ids(&line) {
+            Some(ids) => (Some(ids), is_message_line(&line)),
+            None => match reformatted(&line) {
+                Some((ids, message)) => (Some(ids), message),
+                None => (None, is_message_line(&line)),
+            },
+        };
+        if let Some((id, parent)) = ids {
             entries.insert(id);
             if let Some(parent) = parent {
                 continued.insert(parent);
             }
         }
-        if !is_message_line(&line) {
+        if !message {
             continue;
         }
         message_count += 1;
@@ -242,10 +250,13 @@ fn describe(path: &Path) -> io::Result<SessionInfo> {
     })
 }
 
+/// An entry's id and its parent's.
+type EntryIds = (Vec<u8>, Option<Vec<u8>>);
+
 /// An entry's id and parent id, read from the start of its line: the writer puts them first
 /// (`{"type":"…","id":"…","parent_id":…`), so no JSON parsing is needed. `None` for a line of
 /// another shape (the header, a damaged line).
-fn entry_ids(line: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+fn entry_ids(line: &[u8]) -> Option<EntryIds> {
     let rest = line.strip_prefix(br#"{"type":""#)?;
     let rest = &rest[rest.iter().position(|&b| b == b'"')? + 1..];
     let rest = rest.strip_prefix(br#","id":""#)?;
@@ -258,6 +269,26 @@ fn entry_ids(line: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     let rest = rest.strip_prefix(b"\"")?;
     let end = rest.iter().position(|&b| b == b'"')?;
     Some((id, Some(rest[..end].to_vec())))
+}
+
+/// What [`entry_ids`] and [`is_message_line`] read from a line's start (the ids, and whether
+/// it is a message), parsed in full from an entry line the writer did not format (spaces after
+/// the colons, keys in another order: edited by hand or rewritten by a tool), which loads all
+/// the same. `None` when it is no entry.
+fn reformatted(line: &[u8]) -> Option<(EntryIds, bool)> {
+    #[derive(serde::Deserialize)]
+    struct Skeleton {
+        #[serde(rename = "type")]
+        kind: String,
+        id: String,
+        parent_id: Option<String>,
+    }
+    let entry: Skeleton = serde_json::from_slice(line).ok()?;
+    let ids = (
+        entry.id.into_bytes(),
+        entry.parent_id.map(String::into_bytes),
+    );
+    Some((ids, entry.kind == "message"))
 }
 
 fn one_line(text: &str) -> String {

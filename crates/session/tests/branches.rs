@@ -256,3 +256,70 @@ fn a_jump_into_the_middle_of_a_tool_batch_closes_its_calls() {
         "an unknown entry is an error"
     );
 }
+
+/// Writes JSON as people and tools often do: a space after every colon and comma.
+struct Spaced;
+
+impl serde_json::ser::Formatter for Spaced {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+#[test]
+fn a_file_reformatted_by_hand_lists_like_the_one_the_writer_wrote() {
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::new(home_dir.path());
+    let cwd = home_dir.path().join("repo");
+    let mut writer = SessionWriter::create(&home, &cwd, &model("m"), ThinkingLevel::Off);
+    exchange(&mut writer, "one", "ONE");
+    exchange(&mut writer, "two", "TWO");
+    let path = writer.path().to_path_buf();
+    let first = load_session(&path).unwrap().messages;
+    rewind(&mut writer, &first, 2);
+    exchange(&mut writer, "two again", "TWO AGAIN");
+    drop(writer);
+    let written = list_sessions(&home, &cwd).remove(0);
+    assert_eq!((written.message_count, written.branches), (6, 2));
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut spaced = Vec::new();
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mut serializer = serde_json::Serializer::with_formatter(&mut spaced, Spaced);
+        serde::Serialize::serialize(&value, &mut serializer).unwrap();
+        spaced.push(b'\n');
+    }
+    assert!(!spaced.starts_with(b"{\"type\":\""));
+    std::fs::write(&path, &spaced).unwrap();
+
+    let listed = list_sessions(&home, &cwd).remove(0);
+    assert_eq!(
+        (
+            listed.message_count,
+            listed.branches,
+            listed.first_prompt.as_str(),
+            listed.id.as_str()
+        ),
+        (6, 2, "one", written.id.as_str())
+    );
+    assert_eq!(
+        previews(&load_session(&path).unwrap().messages),
+        ["one", "ONE", "two again", "TWO AGAIN"]
+    );
+}
