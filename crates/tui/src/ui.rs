@@ -399,37 +399,48 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
 /// alignment) go through ratatui; `renders_lines_as_ratatui_does` holds the two to the same
 /// cells.
 fn render_line(line: &Line<'_>, area: Rect, buf: &mut Buffer) {
-    if !plain(line) {
+    if !left_aligned(line) {
         line.render(area, buf);
         return;
     }
-    let area = area.intersection(buf.area);
-    if area.is_empty() || line.spans.iter().all(|span| span.content.is_empty()) {
+    let row = area.intersection(buf.area);
+    if row.is_empty() || line.spans.iter().all(|span| span.content.is_empty()) {
         return;
     }
-    let area = Rect { height: 1, ..area };
-    buf.set_style(area, line.style);
-    let mut x = area.x;
+    let row = Rect { height: 1, ..row };
+    buf.set_style(row, line.style);
+    // One pass: a character past the right edge is still looked at, since it may join the last
+    // one drawn (a combining mark) and make the line ratatui's to draw. ratatui then draws it
+    // whole over the cells set so far, which were set as it sets them.
+    let mut x = row.x;
     for span in &line.spans {
         for c in span.content.chars() {
-            if x >= area.right() {
+            if !one_cell(c) {
+                line.render(area, buf);
                 return;
             }
-            buf[(x, area.y)].set_char(c).set_style(span.style);
-            x += 1;
+            if x < row.right() {
+                buf[(x, row.y)].set_char(c).set_style(span.style);
+                x += 1;
+            }
         }
     }
 }
 
 /// A left-aligned line of [`one_cell`] characters only: each character is one cell, in order.
 pub(crate) fn plain(line: &Line<'_>) -> bool {
+    left_aligned(line)
+        && line
+            .spans
+            .iter()
+            .all(|span| span.content.chars().all(one_cell))
+}
+
+fn left_aligned(line: &Line<'_>) -> bool {
     matches!(
         line.alignment,
         None | Some(ratatui::layout::Alignment::Left)
-    ) && line
-        .spans
-        .iter()
-        .all(|span| span.content.chars().all(one_cell))
+    )
 }
 
 /// A character that is a grapheme of its own, one column wide, whatever surrounds it: printable
@@ -470,6 +481,8 @@ mod tests {
             ]),
             Line::raw("• e\u{301} combining after a bullet"),
             Line::raw("•\u{200d}• joined"),
+            // At width 5 the mark comes just past the edge, and joins the last cell drawn.
+            Line::raw("abcde\u{301} a mark after the fifth column"),
         ];
         for line in &lines {
             for width in [0, 1, 5, 20, 60] {
