@@ -314,7 +314,13 @@ impl Editor {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         let lines = text.lines().count();
         if lines > FOLD_LINES || text.len() > FOLD_CHARS {
-            let placeholder = format!("[Pasted text #{} +{lines} lines]", self.pastes.len() + 1);
+            let number = self.pastes.len() + 1;
+            // One long line has no lines to count: its length says what was pasted.
+            let placeholder = if lines > 1 {
+                format!("[Pasted text #{number} +{lines} lines]")
+            } else {
+                format!("[Pasted text #{number} {} chars]", text.chars().count())
+            };
             self.area.insert_str(&placeholder);
             self.pastes.push((placeholder, text));
         } else {
@@ -410,6 +416,11 @@ mod tests {
         assert_eq!(editor.text(), "see: [Pasted text #1 +50 lines]");
         assert_eq!(editor.take(), format!("see: {big}"));
         assert!(editor.is_empty());
+        // One long line, counted in characters (not bytes: 1,200 of them here are 3,600 bytes).
+        let line = "字".repeat(1_200);
+        editor.paste(&line);
+        assert_eq!(editor.text(), "[Pasted text #1 1200 chars]");
+        assert_eq!(editor.take(), line);
     }
 
     #[test]
