@@ -54,6 +54,17 @@ pub struct Inline {
     overlay: Option<Terminal<Out>>,
     /// The terminal was resized while the overlay was open.
     resized: bool,
+    /// The terminal was resized since the last frame, which prints the conversation again at
+    /// the new size (see [`Inline::resize`]).
+    pending: Option<Resized>,
+}
+
+/// Resizes not yet printed for: the width the screen's rows were laid out at, and whether
+/// any of them changed the height.
+#[derive(Clone, Copy)]
+struct Resized {
+    width: u16,
+    height_changed: bool,
 }
 
 impl Inline {
@@ -79,6 +90,7 @@ impl Inline {
             bottom: None,
             overlay: None,
             resized: false,
+            pending: None,
         })
     }
 
@@ -90,6 +102,7 @@ impl Inline {
             return term.draw(|f| ui::draw_overlay(f, app, input)).map(|_| ());
         }
         write!(self.out, "{SYNC_BEGIN}")?;
+        self.settle(app)?;
         let view = app.view(self.width);
         let bottom = ui::Bottom::new(app, input, self.width, self.height);
         let under = bottom.height();
@@ -191,9 +204,11 @@ impl Inline {
     }
 
     /// The terminal changed size: what it shows is its own business (it may have reflowed or
-    /// cut it), so the screen is cleared — never the scrollback — and the part of the
-    /// conversation it showed printed again at the new width above the live region.
-    pub fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
+    /// cut it), so the next frame clears the screen — never the scrollback — and prints the
+    /// part of the conversation it showed again at the new width above the live region.
+    /// Waiting for the frame puts that inside its synchronized update, and a window being
+    /// dragged, which sends many sizes between two frames, is printed for once, at the last.
+    pub fn resize(&mut self, width: u16, height: u16) -> std::io::Result<()> {
         let (old_width, old_height) = (self.width, self.height);
         self.width = width;
         self.height = height;
@@ -205,7 +220,20 @@ impl Inline {
             term.backend_mut().set_size(width, height);
             return term.resize(Rect::new(0, 0, width, height));
         }
-        if height != old_height {
+        let pending = self.pending.get_or_insert(Resized {
+            width: old_width,
+            height_changed: false,
+        });
+        pending.height_changed |= height != old_height;
+        Ok(())
+    }
+
+    /// Prints the conversation again for the resizes since the last frame, if any.
+    fn settle(&mut self, app: &mut App) -> std::io::Result<()> {
+        let Some(resized) = self.pending.take() else {
+            return Ok(());
+        };
+        if resized.height_changed {
             // Whether the terminal moved rows between the screen and the scrollback (most take
             // rows back onto a taller screen, some push them out of a shorter one), and
             // whether frames drawn for the old size before this one arrived scrolled it, is
@@ -214,9 +242,9 @@ impl Inline {
         }
         // Only the width changed: the rows of the conversation the screen showed are printed
         // again, no more (the rows above them are in the scrollback already).
-        let view = app.view(old_width);
+        let view = app.view(resized.width);
         let shown = printed::shown_tail(app, view, usize::from(self.content));
-        self.reprint(app, Some((old_width, shown)))
+        self.reprint(app, Some((resized.width, shown)))
     }
 
     /// Clears the screen and prints the end of the conversation at the current size: the text
@@ -262,6 +290,10 @@ impl Inline {
     }
 
     pub fn open_overlay(&mut self) -> std::io::Result<()> {
+        // A resize not printed for yet: the normal screen is printed again when it returns.
+        if self.pending.take().is_some() {
+            self.resized = true;
+        }
         Write::flush(&mut self.out)?;
         crate::terminal::enter_overlay()?;
         let screen = Rect::new(0, 0, self.width, self.height);
@@ -298,6 +330,7 @@ impl Inline {
 
     /// Prints what became final (the live region, under it, is drawn again by the next frame).
     pub fn print_finished(&mut self, app: &mut App) -> std::io::Result<()> {
+        self.settle(app)?;
         let finished = printed::take_finished(app, app.view(self.width));
         if !finished.is_empty() {
             self.clear_live()?;
@@ -308,7 +341,8 @@ impl Inline {
 
     /// Leaves the cursor under the conversation, the live region gone, for what the shell
     /// prints next (the overlay is closed).
-    pub fn finish(&mut self) -> std::io::Result<()> {
+    pub fn finish(&mut self, app: &mut App) -> std::io::Result<()> {
+        self.settle(app)?;
         self.clear_live()?;
         if self.content >= self.height {
             self.scroll(1)?;

@@ -110,7 +110,7 @@ impl Rig {
         }
         self.inline.print_finished(&mut self.app).unwrap();
         self.frame();
-        self.inline.finish().unwrap();
+        self.inline.finish(&mut self.app).unwrap();
         self.feed();
         self.history()
     }
@@ -445,10 +445,57 @@ fn resizing_keeps_the_copy_of_the_screen_exact() {
             rig.terminal
                 .screen_mut()
                 .set_size(height.try_into().unwrap(), width.try_into().unwrap());
-            rig.inline.resize(&mut rig.app, width, height).unwrap();
+            rig.inline.resize(width, height).unwrap();
             rig.feed();
         }
         rig.frame();
+    }
+}
+
+/// A window being dragged sends many sizes between two frames. Nothing is written until the
+/// frame, which prints the conversation again once, inside its synchronized update, and leaves
+/// the screen as one resize straight to the last size does: with the height changing (the
+/// whole screen printed again) and with only the width changing (the rows it showed).
+#[test]
+fn resizes_between_frames_are_printed_for_once_by_the_frame() {
+    let drags: [&[(u16, u16)]; 2] = [
+        &[(45, 12), (70, 18), (52, 15)],
+        &[(45, 14), (70, 14), (52, 14)],
+    ];
+    for sizes in drags {
+        let (width, height) = *sizes.last().unwrap();
+        let mut dragged = Rig::new(60, 14);
+        let mut direct = Rig::new(60, 14);
+        for rig in [&mut dragged, &mut direct] {
+            // Mid-answer: part of it is in the conversation, the rest in the live region.
+            let script = events(9);
+            rig.stream(&script[..script.len() / 2], 5);
+        }
+        for &(w, h) in sizes {
+            let screen = dragged.terminal.screen_mut();
+            screen.set_size(h.try_into().unwrap(), w.try_into().unwrap());
+            dragged.inline.resize(w, h).unwrap();
+        }
+        assert!(
+            dragged.wire.0.lock().unwrap().is_empty(),
+            "written before the frame"
+        );
+        let written = dragged.frame_written();
+        assert!(written.starts_with(SYNC_BEGIN), "{written:?}");
+        // The reprint erases the top row, then everything under it.
+        assert_eq!(written.matches("\x1b[1;1H\x1b[2K").count(), 1, "{sizes:?}");
+
+        direct
+            .terminal
+            .screen_mut()
+            .set_size(height.try_into().unwrap(), width.try_into().unwrap());
+        direct.inline.resize(width, height).unwrap();
+        direct.frame();
+        assert_eq!(
+            dragged.terminal.screen().contents(),
+            direct.terminal.screen().contents(),
+            "{sizes:?}"
+        );
     }
 }
 

@@ -79,9 +79,9 @@ impl Display {
         }
     }
 
-    fn resize(&mut self, app: &mut App, width: u16, height: u16) -> std::io::Result<()> {
+    fn resize(&mut self, width: u16, height: u16) -> std::io::Result<()> {
         match self {
-            Display::Inline(inline) => inline.resize(app, width, height),
+            Display::Inline(inline) => inline.resize(width, height),
             Display::Full(full) => full.resize(width, height),
         }
     }
@@ -198,7 +198,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
                     Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
                     Some(Ok(Event::Resize(width, height))) => {
-                        display.resize(&mut app, width, height)?;
+                        display.resize(width, height)?;
                         app.dirty = true;
                     }
                     Some(Ok(_)) => {}
@@ -313,7 +313,7 @@ fn display_final(
     }
     inline.print_finished(app)?;
     inline.frame(app, input)?;
-    inline.finish()
+    inline.finish(app)
 }
 
 /// A key while the transcript overlay is open: scrolls it, or says it closes it (Esc, q,
