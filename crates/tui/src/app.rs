@@ -68,6 +68,8 @@ pub enum Action {
     ClearScreen,
     /// Open the full-screen transcript (Ctrl+O in inline mode).
     Overlay,
+    /// Draw the screen again (Ctrl+L).
+    Repaint,
     /// List the skills and where each came from (`/skills`).
     Skills,
     /// Stop and start the MCP server of this name (`/mcp restart NAME`).

@@ -77,6 +77,14 @@ impl Full {
         Ok(())
     }
 
+    /// Ctrl+L: the next frame draws the whole screen again, for when something else wrote over
+    /// it.
+    pub fn repaint(&mut self) {
+        self.shown = Buffer::empty(self.shown.area);
+        self.transcript = Rect::default();
+        self.clear = true;
+    }
+
     /// If the transcript's rows in the new frame are the shown ones moved up or down, moves
     /// them on the terminal (a scroll region over the transcript's rows) and in `shown`.
     fn move_rows(&mut self, transcript: Rect) -> std::io::Result<()> {

@@ -126,6 +126,19 @@ fn a_resize_draws_the_whole_screen_again() {
     rig.frame();
 }
 
+/// Ctrl+L: something else wrote over the screen; the next frame draws all of it again (the
+/// rig checks every row against the frame).
+#[test]
+fn a_repaint_draws_over_what_something_else_wrote() {
+    let mut rig = stream(false);
+    let before = rig.terminal.screen().contents();
+    rig.terminal
+        .process(b"\x1b[3;5Hsomething else\x1b[12;1H\x1b[2Kwrote here");
+    rig.full.repaint();
+    rig.frame();
+    assert_eq!(rig.terminal.screen().contents(), before);
+}
+
 /// A popup over a streaming transcript, the editor growing and shrinking under it, and the
 /// transcript scrolled up (its hint over the last row) and back: every frame is the screen
 /// drawn whole, and the popup is on top of the transcript's rows.

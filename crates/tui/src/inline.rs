@@ -54,8 +54,8 @@ pub struct Inline {
     overlay: Option<Terminal<Out>>,
     /// The terminal was resized while the overlay was open.
     resized: bool,
-    /// The terminal was resized since the last frame, which prints the conversation again at
-    /// the new size (see [`Inline::resize`]).
+    /// The terminal was resized (or Ctrl+L pressed) since the last frame, which prints the
+    /// conversation again at the new size (see [`Inline::resize`]).
     pending: Option<Resized>,
 }
 
@@ -226,6 +226,18 @@ impl Inline {
         });
         pending.height_changed |= height != old_height;
         Ok(())
+    }
+
+    /// Ctrl+L: the next frame clears the screen (never the scrollback) and prints again the
+    /// rows of the conversation it showed and the live region, for when something else wrote
+    /// over them. The overlay is drawn whole each frame anyway.
+    pub fn repaint(&mut self) {
+        if self.overlay.is_none() {
+            self.pending.get_or_insert(Resized {
+                width: self.width,
+                height_changed: false,
+            });
+        }
     }
 
     /// Prints the conversation again for the resizes since the last frame, if any.

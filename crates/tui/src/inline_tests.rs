@@ -499,6 +499,25 @@ fn resizes_between_frames_are_printed_for_once_by_the_frame() {
     }
 }
 
+/// Ctrl+L: something else wrote over the conversation and the live region. The next frame
+/// prints the rows of the conversation the screen showed and the live region again, where
+/// they were: the terminal holds what it held before, and nothing goes into the scrollback
+/// twice.
+#[test]
+fn a_repaint_prints_the_screen_again_and_nothing_twice() {
+    let mut rig = Rig::new(60, 14);
+    let script = events(9);
+    rig.stream(&script[..script.len() / 2], 5);
+    let before = rig.history();
+    rig.terminal
+        .process(b"\x1b[2;5Hsomething else\x1b[13;1H\x1b[2Kwrote here");
+    assert_ne!(rig.history(), before);
+    rig.inline.repaint();
+    let written = rig.frame_written();
+    assert!(written.starts_with(SYNC_BEGIN), "{written:?}");
+    assert_eq!(rig.history(), before);
+}
+
 /// Lines printed as runs of text reach the terminal exactly as their cells would: the same
 /// characters, styles and colours in every cell, and the same cells left unwritten (trailing
 /// blanks). The plain lines (ASCII, box drawing, bullets) take the run path; the others fall

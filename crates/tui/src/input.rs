@@ -94,6 +94,7 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             app.expand_tools = !app.expand_tools;
             Vec::new()
         }
+        KeyCode::Char('l') if ctrl => vec![Action::Repaint],
         KeyCode::Char('t') if ctrl => {
             app.show_thinking = !app.show_thinking;
             Vec::new()

@@ -86,6 +86,13 @@ impl Display {
         }
     }
 
+    fn repaint(&mut self) {
+        match self {
+            Display::Inline(inline) => inline.repaint(),
+            Display::Full(full) => full.repaint(),
+        }
+    }
+
     fn overlay(&mut self) -> Option<&mut Inline> {
         match self {
             Display::Inline(inline) if inline.overlay_open() => Some(inline),
@@ -242,6 +249,11 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 if let Display::Inline(inline) = &mut display {
                     inline.clear_screen()?;
                 }
+                continue;
+            }
+            if action == Action::Repaint {
+                display.repaint();
+                app.dirty = true;
                 continue;
             }
             if action == Action::Overlay {
@@ -690,7 +702,7 @@ fn perform(
             });
         }
         // Handled by the loop, which owns the screen.
-        Action::Overlay | Action::ClearScreen => {}
+        Action::Overlay | Action::ClearScreen | Action::Repaint => {}
         Action::Quit => app.should_quit = true,
     }
 }

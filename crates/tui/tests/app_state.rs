@@ -278,3 +278,16 @@ fn keys_answer_the_question_on_screen() {
     app.on_event(&question(2, None));
     assert!(on_key(&mut app, &mut input, key('a')).is_empty());
 }
+
+#[test]
+fn ctrl_l_draws_the_screen_again_and_types_nothing() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use tui::app::Action;
+    use tui::input::{InputState, on_key};
+    let mut app = App::new(Status::default());
+    let mut input = InputState::default();
+    app.editor.set_text("half a prompt");
+    let ctrl_l = KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    assert_eq!(on_key(&mut app, &mut input, ctrl_l), [Action::Repaint]);
+    assert_eq!(app.editor.text(), "half a prompt");
+}
