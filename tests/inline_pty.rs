@@ -408,3 +408,47 @@ fn resuming_a_long_session_prints_its_last_turns() {
     let history = resumed.history();
     assert!(history.iter().any(|l| l.contains("› question 1")));
 }
+
+/// Ctrl+Z under a shell with job control: the agent gives the terminal back as it found it
+/// and stops; the shell runs a command; `fg` brings the agent back with the prompt being
+/// typed still in the editor, and it carries on.
+#[test]
+fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Back, and answering.")],
+        }))
+        .unwrap();
+    let mut session = Session::start_in_shell(&server, (24, 80));
+    session.wait_for("Type a message");
+    session.type_text("half a prompt");
+    let before = session.raw.lock().unwrap().len();
+    session.send("\x1a");
+    session.wait_for("Stopped");
+    session.wait_gone("half a prompt");
+    let given_back = String::from_utf8_lossy(&session.raw.lock().unwrap()[before..]).into_owned();
+    for mode_off in ["\x1b[?2004l", "\x1b[?25h"] {
+        assert!(
+            given_back.contains(mode_off),
+            "{mode_off:?} not in {given_back:?}"
+        );
+    }
+    session.send("echo shell-$((6*7))\r");
+    session.wait_for("shell-42");
+    session.send("fg\r");
+    session.wait_for("half a prompt");
+    session.send("\r");
+    session.wait_for("Back, and answering.");
+    let calls: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert!(calls[0].body.to_string().contains("half a prompt"));
+    session.send("\x03\x03");
+    session.wait_for("Resume this session");
+    session.send("exit\r");
+    wait_exit(&mut session);
+}

@@ -94,6 +94,25 @@ impl Session {
         Self::spawn(command, (ROWS, COLS), (dir, home))
     }
 
+    /// The program typed into an interactive bash, as a user starts it: the shell's job
+    /// control is on (Ctrl+Z, `fg`).
+    pub fn start_in_shell(server: &MockServer, (rows, cols): (u16, u16)) -> Self {
+        let mut command = CommandBuilder::new("bash");
+        command.args(["--norc", "--noprofile", "-i"]);
+        command.env("PS1", "$ ");
+        // No history file written into the home of whoever runs the tests.
+        command.env("HISTFILE", "");
+        let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut session = Self::spawn(command, (rows, cols), dirs);
+        session.wait_for("$");
+        session.send(&format!(
+            "'{}' --base-url {} --model mock-model\r",
+            env!("CARGO_BIN_EXE_coding-agent"),
+            server.url()
+        ));
+        session
+    }
+
     fn spawn(
         command: CommandBuilder,
         size: (u16, u16),

@@ -70,6 +70,8 @@ pub enum Action {
     Overlay,
     /// Draw the screen again (Ctrl+L).
     Repaint,
+    /// Stop for the shell's job control, until `fg` (Ctrl+Z).
+    Suspend,
     /// List the skills and where each came from (`/skills`).
     Skills,
     /// Stop and start the MCP server of this name (`/mcp restart NAME`).

@@ -351,6 +351,24 @@ impl Inline {
         Ok(())
     }
 
+    /// Back from Ctrl+Z: the shell wrote on the screen meanwhile, and the terminal may have
+    /// another size. What the screen shows goes up into the scrollback, and the next frame
+    /// prints the end of the conversation again under it.
+    pub fn resumed(&mut self, width: u16, height: u16) -> std::io::Result<()> {
+        self.width = width;
+        self.height = height;
+        self.out.set_size(width, height);
+        write!(self.out, "\r{}", "\n".repeat(usize::from(height)))?;
+        self.content = 0;
+        self.shown = Buffer::empty(Rect::new(0, 0, width, height));
+        self.bottom = None;
+        self.pending = Some(Resized {
+            width,
+            height_changed: true,
+        });
+        Ok(())
+    }
+
     /// Leaves the cursor under the conversation, the live region gone, for what the shell
     /// prints next (the overlay is closed).
     pub fn finish(&mut self, app: &mut App) -> std::io::Result<()> {

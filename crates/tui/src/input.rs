@@ -95,6 +95,7 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
         KeyCode::Char('l') if ctrl => vec![Action::Repaint],
+        KeyCode::Char('z') if ctrl => vec![Action::Suspend],
         KeyCode::Char('t') if ctrl => {
             app.show_thinking = !app.show_thinking;
             Vec::new()

@@ -86,6 +86,32 @@ impl Display {
         }
     }
 
+    /// Ctrl+Z: the screen is handed to the shell until `fg`; false when nothing stopped.
+    fn suspend(&mut self, app: &mut App) -> std::io::Result<bool> {
+        let screen = match self {
+            Display::Inline(inline) => {
+                // What is final goes into the conversation, the live region goes, and the
+                // cursor waits under the conversation for the shell.
+                inline.print_finished(app)?;
+                inline.finish(app)?;
+                terminal::Screen::Inline
+            }
+            Display::Full(_) => terminal::Screen::Alternate,
+        };
+        let stopped = terminal::suspend(screen)?;
+        let (width, height) = crossterm::terminal::size()?;
+        match self {
+            Display::Inline(inline) if stopped => inline.resumed(width, height)?,
+            // Nothing else wrote on the screen: what was there is drawn again in place.
+            Display::Inline(inline) => {
+                inline.resize(width, height)?;
+                inline.repaint();
+            }
+            Display::Full(full) => full.resize(width, height)?,
+        }
+        Ok(stopped)
+    }
+
     fn repaint(&mut self) {
         match self {
             Display::Inline(inline) => inline.repaint(),
@@ -249,6 +275,17 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 if let Display::Inline(inline) = &mut display {
                     inline.clear_screen()?;
                 }
+                continue;
+            }
+            if action == Action::Suspend {
+                if !display.suspend(&mut app)? {
+                    app.push_cell(CellKind::Notice(
+                        "Ctrl+Z suspends only under a shell with job control (none started \
+                         coding-agent): nothing was suspended."
+                            .into(),
+                    ));
+                }
+                app.dirty = true;
                 continue;
             }
             if action == Action::Repaint {
@@ -702,7 +739,7 @@ fn perform(
             });
         }
         // Handled by the loop, which owns the screen.
-        Action::Overlay | Action::ClearScreen | Action::Repaint => {}
+        Action::Overlay | Action::ClearScreen | Action::Repaint | Action::Suspend => {}
         Action::Quit => app.should_quit = true,
     }
 }

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -69,6 +70,45 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
     // Counted after raw mode is on: before, a line not ended yet is not counted.
     TYPED_AHEAD.store(pending_input(), Ordering::SeqCst);
     let guard = Guard { _hook: hook };
+    modes_on(screen)?;
+    Ok(guard)
+}
+
+/// Ctrl+Z: gives the terminal back as it was and stops the process group, as any program
+/// does, for the shell's job control (`fg` continues it); then takes the terminal again.
+/// False when nothing stopped: a process group with no shell to continue it (the agent
+/// started as a session's first program, say) ignores the stop.
+pub fn suspend(screen: Screen) -> std::io::Result<bool> {
+    static CONTINUED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    let continued = match CONTINUED.get() {
+        Some(flag) => flag.clone(),
+        None => {
+            let flag = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(libc::SIGCONT, flag.clone())?;
+            CONTINUED.get_or_init(|| flag).clone()
+        }
+    };
+    continued.store(false, Ordering::SeqCst);
+    restore();
+    // The whole group: a parent in it (`cargo run`) stops too, and the shell gets its prompt
+    // back only when all of it has.
+    // SAFETY: kill takes no pointers.
+    unsafe { libc::kill(0, libc::SIGTSTP) };
+    // The stop comes before kill returns; SIGCONT's handler may run on another thread just
+    // after it.
+    let waited = std::time::Instant::now();
+    while !continued.load(Ordering::SeqCst)
+        && waited.elapsed() < std::time::Duration::from_millis(100)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    enable_raw_mode()?;
+    modes_on(screen)?;
+    Ok(continued.load(Ordering::SeqCst))
+}
+
+/// The modes the UI runs in, raw mode aside.
+fn modes_on(screen: Screen) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
     // The editor draws its own caret; the terminal's cursor would blink where the last frame
     // left it (inline: the top of the live region).
@@ -82,7 +122,7 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
         stdout,
         PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
     );
-    Ok(guard)
+    Ok(())
 }
 
 /// Bytes waiting to be read from the terminal on stdin (0 when stdin is not a terminal).
