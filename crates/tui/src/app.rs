@@ -185,6 +185,26 @@ impl App {
         let start = tail_start(messages);
         self.note_earlier(start);
         self.load_all(&messages[start..]);
+        // Up brings back what was asked before, from the whole conversation (its last
+        // prompts: a long session's pasted files would be a copy of it in memory).
+        let mut bytes = 0;
+        let mut prompts: Vec<String> = messages
+            .iter()
+            .rev()
+            .filter_map(|m| match m {
+                AgentMessage::User(user) => Some(text_of(&user.content)),
+                _ => None,
+            })
+            .filter(|text| !text.trim().is_empty())
+            .take(crate::editor::SEEDED)
+            .take_while(|text| {
+                bytes += text.len();
+                bytes <= crate::editor::SEEDED_BYTES
+            })
+            .collect();
+        prompts.reverse();
+        prompts.dedup();
+        self.editor.seed_history(prompts);
     }
 
     /// Says that `count` messages before the shown ones are not shown.

@@ -14,6 +14,9 @@ const FOLD_LINES: usize = 10;
 const FOLD_CHARS: usize = 1_000;
 /// Tallest the editor grows, in rows of wrapped text; then it scrolls.
 pub const MAX_HEIGHT: u16 = 10;
+/// Most prompts a resumed conversation puts into the history, and most bytes of them.
+pub const SEEDED: usize = 1_000;
+pub const SEEDED_BYTES: usize = 1 << 20;
 const PLACEHOLDER: &str = "Type a message · / for commands · @ for files";
 
 pub struct Editor {
@@ -332,6 +335,16 @@ impl Editor {
         self.area.input(key);
     }
 
+    /// A resumed conversation's prompts, oldest first, for Up to walk back through (its last
+    /// ones, see [`SEEDED`]). Only into an empty history: what was typed in this process
+    /// stays.
+    pub fn seed_history(&mut self, prompts: Vec<String>) {
+        if self.history.is_empty() {
+            self.history = prompts;
+            self.browsing = None;
+        }
+    }
+
     /// Up at the first row: the previous history entry. False when the key is not for history.
     pub fn history_up(&mut self) -> bool {
         if !self.on_edge_row(true) || self.history.is_empty() {
@@ -438,6 +451,24 @@ mod tests {
         assert!(editor.history_down());
         assert!(editor.history_down());
         assert_eq!(editor.text(), "draft");
+    }
+
+    #[test]
+    fn a_resumed_history_fills_only_an_empty_one() {
+        let mut editor = Editor::new();
+        editor.seed_history(vec!["old first".into(), "old second".into()]);
+        assert!(editor.history_up());
+        assert_eq!(editor.text(), "old second");
+        assert!(editor.history_up());
+        assert_eq!(editor.text(), "old first");
+        let mut typed = Editor::new();
+        typed.set_text("typed here");
+        typed.take();
+        typed.seed_history(vec!["old".into()]);
+        assert!(typed.history_up());
+        assert_eq!(typed.text(), "typed here");
+        typed.history_up();
+        assert_eq!(typed.text(), "typed here");
     }
 
     fn rows(view: &EditorView) -> Vec<String> {

@@ -291,3 +291,23 @@ fn ctrl_l_draws_the_screen_again_and_types_nothing() {
     assert_eq!(on_key(&mut app, &mut input, ctrl_l), [Action::Repaint]);
     assert_eq!(app.editor.text(), "half a prompt");
 }
+
+#[test]
+fn a_resumed_conversation_puts_its_prompts_in_the_history() {
+    use llm::AssistantMessage;
+    let mut app = App::new(Status::default());
+    let answer = || AgentMessage::Assistant(AssistantMessage::empty("m", "p"));
+    app.load_history(&[
+        AgentMessage::user("first question"),
+        answer(),
+        AgentMessage::user("continue"),
+        answer(),
+        AgentMessage::user("continue"),
+        answer(),
+    ]);
+    assert!(app.editor.history_up());
+    assert_eq!(app.editor.text(), "continue");
+    // The same prompt twice in a row is one entry.
+    assert!(app.editor.history_up());
+    assert_eq!(app.editor.text(), "first question");
+}
