@@ -452,3 +452,101 @@ fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
     session.send("exit\r");
     wait_exit(&mut session);
 }
+
+/// An answer whose paragraphs are one row each at 80 columns, each ending past the 60th
+/// column with a word of its own; the session idle after it, at 24 × 80.
+fn answered_at_80_columns() -> (Session, Vec<String>) {
+    let rt = runtime();
+    let names: Vec<String> = (1..=30).map(|i| format!("Paragraph {i:03}.")).collect();
+    let answer = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                "{n} Some words follow it and run on past sixty columns to end-{:03}.\n\n",
+                i + 1
+            )
+        })
+        .collect::<String>()
+        + "The end of the answer.\n";
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text(answer)],
+        }))
+        .unwrap();
+    let mut session = Session::start_sized(&server, &[], (24, 80), |_| {});
+    session.wait_for("Type a message");
+    session.type_text("a long answer please");
+    session.send("\r");
+    session.wait_for("The end of the answer.");
+    // The server is needed no more: the rest is the terminal's.
+    drop(server);
+    drop(rt);
+    let mut wanted = vec!["› a long answer please".to_string()];
+    wanted.extend(names);
+    wanted.push("The end of the answer.".to_string());
+    (session, wanted)
+}
+
+/// After a resize to 20 × 60: the screen laid out at 60 columns (the editor as wide, the last
+/// paragraph whole: the terminal alone would have cut it), and every line of the conversation
+/// in the terminal, in order. Rows may be there twice, as after any change of height (README,
+/// "Resizing"), but none is lost.
+fn nothing_lost_at_60_columns(session: &Session, wanted: &[String]) {
+    let deadline = Instant::now() + WAIT;
+    let screen = loop {
+        let screen = session.contents();
+        let editor = screen.lines().find(|l| l.starts_with('╭'));
+        if editor.is_some_and(|l| l.chars().count() == 60) && screen.contains("end-030.") {
+            break screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not laid out at 60 columns:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let history = session.history();
+    let mut from = 0;
+    for text in wanted {
+        let at = history[from..]
+            .iter()
+            .position(|l| l.contains(text.as_str()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{text:?} lost or out of order:\n{}\n(screen:\n{screen})",
+                    history.join("\n")
+                )
+            });
+        from += at + 1;
+    }
+}
+
+/// Narrower and shorter at once: the rows the screen showed are printed again at the new
+/// width, all of them, though a screenful at the new width holds less of the text.
+#[test]
+fn shrinking_the_terminal_loses_no_row_it_showed() {
+    let (mut session, wanted) = answered_at_80_columns();
+    session.resize(20, 60);
+    nothing_lost_at_60_columns(&session, &wanted);
+}
+
+/// The same resize while the transcript overlay is open: closing it prints the normal screen
+/// again, whole, at the new size.
+#[test]
+fn a_resize_under_the_overlay_is_printed_for_when_it_closes() {
+    let (mut session, wanted) = answered_at_80_columns();
+    session.send("\x0f");
+    session.wait_for("transcript ·");
+    let drawn = session.raw.lock().unwrap().len();
+    session.resize(20, 60);
+    // The overlay drawn again: the resize reached the agent while it was open.
+    let deadline = Instant::now() + WAIT;
+    while session.raw.lock().unwrap().len() == drawn {
+        assert!(Instant::now() < deadline, "the overlay was not drawn again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    session.send("\x1b");
+    session.wait_gone("transcript ·");
+    nothing_lost_at_60_columns(&session, &wanted);
+}

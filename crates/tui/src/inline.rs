@@ -52,10 +52,9 @@ pub struct Inline {
     bottom: Option<(u16, u16)>,
     /// The full-screen transcript, on the alternate screen, while it is open.
     overlay: Option<Terminal<Out>>,
-    /// The terminal was resized while the overlay was open.
-    resized: bool,
     /// The terminal was resized (or Ctrl+L pressed) since the last frame, which prints the
-    /// conversation again at the new size (see [`Inline::resize`]).
+    /// conversation again at the new size (see [`Inline::resize`]); with the overlay open,
+    /// since it opened, and closing it prints the normal screen again whole.
     pending: Option<Resized>,
 }
 
@@ -89,7 +88,6 @@ impl Inline {
             next: Buffer::empty(Rect::default()),
             bottom: None,
             overlay: None,
-            resized: false,
             pending: None,
         })
     }
@@ -214,8 +212,13 @@ impl Inline {
         self.height = height;
         self.out.set_size(width, height);
         if let Some(term) = &mut self.overlay {
-            // The normal screen is laid out again when the overlay closes.
-            self.resized = true;
+            // The normal screen is printed again, whole, when the overlay closes.
+            self.pending
+                .get_or_insert(Resized {
+                    width: old_width,
+                    height_changed: true,
+                })
+                .height_changed = true;
             self.content = self.content.min(height);
             term.backend_mut().set_size(width, height);
             return term.resize(Rect::new(0, 0, width, height));
@@ -240,53 +243,47 @@ impl Inline {
         }
     }
 
-    /// Prints the conversation again for the resizes since the last frame, if any.
+    /// Prints the conversation again for the resizes since the last frame, if any: the rows
+    /// the screen may show now, laid out at the new width. Those are the rows it showed when
+    /// only the width changed (the rows above them are in the scrollback already). When the
+    /// height changed too, whether the terminal moved rows between the screen and the
+    /// scrollback (most take rows back onto a taller screen, some push them out of a shorter
+    /// one), and whether frames drawn for the old size scrolled it, is unknown: a screenful of
+    /// them at the old width, or all it showed if that is more. Some rows may then be in the
+    /// scrollback twice; none is lost.
     fn settle(&mut self, app: &mut App) -> std::io::Result<()> {
         let Some(resized) = self.pending.take() else {
             return Ok(());
         };
-        if resized.height_changed {
-            // Whether the terminal moved rows between the screen and the scrollback (most take
-            // rows back onto a taller screen, some push them out of a shorter one), and
-            // whether frames drawn for the old size before this one arrived scrolled it, is
-            // unknown: the whole screen is printed again, some rows may be there twice.
-            return self.reprint(app, None);
-        }
-        // Only the width changed: the rows of the conversation the screen showed are printed
-        // again, no more (the rows above them are in the scrollback already).
+        let rows = if resized.height_changed {
+            self.content.max(self.height)
+        } else {
+            self.content
+        };
         let view = app.view(resized.width);
-        let shown = printed::shown_tail(app, view, usize::from(self.content));
-        self.reprint(app, Some((resized.width, shown)))
+        let shown = printed::shown_tail(app, view, usize::from(rows));
+        self.reprint(app, resized.width, &shown)
     }
 
     /// Clears the screen and prints the end of the conversation at the current size: the text
-    /// of `shown` (the rows the screen showed and those that became final since, laid out at
-    /// the width given), or a screenful.
+    /// of `shown` (rows of the conversation and those that became final since, laid out at
+    /// `old_width`).
     fn reprint(
         &mut self,
         app: &mut App,
-        shown: Option<(u16, Vec<Line<'static>>)>,
+        old_width: u16,
+        shown: &[Line<'static>],
     ) -> std::io::Result<()> {
         let (width, height) = (self.width, self.height);
         self.shown = Buffer::empty(Rect::new(0, 0, width, height));
         self.bottom = None;
-        self.resized = false;
         let view = app.view(width);
-        let rows = match shown {
-            Some((old_width, shown)) => {
-                // Enough rows at the new width for the same text, however much narrower.
-                let most = shown
-                    .len()
-                    .saturating_mul(usize::from(old_width.div_ceil(width.max(1))) * 2 + 1);
-                let mut rows = printed::printed_tail(app, view, most);
-                rows.drain(..same_text_from(&rows, &shown));
-                rows
-            }
-            // Whatever of the conversation the terminal kept on the screen (its last rows) is
-            // printed again, so clearing the screen loses none of it (some may be in the
-            // scrollback twice).
-            None => printed::printed_tail(app, view, usize::from(height)),
-        };
+        // Enough rows at the new width for the same text, however much narrower.
+        let most = shown
+            .len()
+            .saturating_mul(usize::from(old_width.div_ceil(width.max(1))) * 2 + 1);
+        let mut rows = printed::printed_tail(app, view, most);
+        rows.drain(..same_text_from(&rows, shown));
         erase_from(&mut self.out, 0, height)?;
         self.content = 0;
         self.print(&rows)
@@ -302,9 +299,10 @@ impl Inline {
     }
 
     pub fn open_overlay(&mut self) -> std::io::Result<()> {
-        // A resize not printed for yet: the normal screen is printed again when it returns.
-        if self.pending.take().is_some() {
-            self.resized = true;
+        // A resize not printed for yet: the normal screen is printed again, whole, when it
+        // returns.
+        if let Some(pending) = &mut self.pending {
+            pending.height_changed = true;
         }
         Write::flush(&mut self.out)?;
         crate::terminal::enter_overlay()?;
@@ -328,8 +326,8 @@ impl Inline {
         crate::terminal::leave_overlay()?;
         // The overlay laid out the whole conversation; what is printed need not stay laid out.
         printed::forget_printed(app);
-        if self.resized {
-            return self.reprint(app, None);
+        if self.pending.is_some() {
+            return self.settle(app);
         }
         // The normal screen is back; the live region is drawn whole again, in case the
         // terminal did not keep it.
