@@ -185,26 +185,8 @@ impl App {
         let start = tail_start(messages);
         self.note_earlier(start);
         self.load_all(&messages[start..]);
-        // Up brings back what was asked before, from the whole conversation (its last
-        // prompts: a long session's pasted files would be a copy of it in memory).
-        let mut bytes = 0;
-        let mut prompts: Vec<String> = messages
-            .iter()
-            .rev()
-            .filter_map(|m| match m {
-                AgentMessage::User(user) => Some(text_of(&user.content)),
-                _ => None,
-            })
-            .filter(|text| !text.trim().is_empty())
-            .take(crate::editor::SEEDED)
-            .take_while(|text| {
-                bytes += text.len();
-                bytes <= crate::editor::SEEDED_BYTES
-            })
-            .collect();
-        prompts.reverse();
-        prompts.dedup();
-        self.editor.seed_history(prompts);
+        // Up brings back what was asked before, from the whole conversation.
+        self.editor.seed_history(|| last_prompts(messages));
     }
 
     /// Says that `count` messages before the shown ones are not shown.
@@ -672,6 +654,29 @@ fn some_paths<T: std::fmt::Display>(paths: &[T]) -> String {
         text.push_str("nothing");
     }
     text
+}
+
+/// The conversation's last prompts, oldest first, a prompt repeated in a row once (its last
+/// ones only: a long session's pasted files would be a copy of it in memory).
+fn last_prompts(messages: &[AgentMessage]) -> Vec<String> {
+    let mut bytes = 0;
+    let mut prompts: Vec<String> = messages
+        .iter()
+        .rev()
+        .filter_map(|m| match m {
+            AgentMessage::User(user) => Some(text_of(&user.content)),
+            _ => None,
+        })
+        .filter(|text| !text.trim().is_empty())
+        .take(crate::editor::SEEDED)
+        .take_while(|text| {
+            bytes += text.len();
+            bytes <= crate::editor::SEEDED_BYTES
+        })
+        .collect();
+    prompts.reverse();
+    prompts.dedup();
+    prompts
 }
 
 /// Most messages a resumed history shows at first, and how many user turns back it reaches.

@@ -337,10 +337,10 @@ impl Editor {
 
     /// A resumed conversation's prompts, oldest first, for Up to walk back through (its last
     /// ones, see [`SEEDED`]). Only into an empty history: what was typed in this process
-    /// stays.
-    pub fn seed_history(&mut self, prompts: Vec<String>) {
+    /// stays, and `prompts` is not called for then.
+    pub fn seed_history(&mut self, prompts: impl FnOnce() -> Vec<String>) {
         if self.history.is_empty() {
-            self.history = prompts;
+            self.history = prompts();
             self.browsing = None;
         }
     }
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn a_resumed_history_fills_only_an_empty_one() {
         let mut editor = Editor::new();
-        editor.seed_history(vec!["old first".into(), "old second".into()]);
+        editor.seed_history(|| vec!["old first".into(), "old second".into()]);
         assert!(editor.history_up());
         assert_eq!(editor.text(), "old second");
         assert!(editor.history_up());
@@ -464,7 +464,7 @@ mod tests {
         let mut typed = Editor::new();
         typed.set_text("typed here");
         typed.take();
-        typed.seed_history(vec!["old".into()]);
+        typed.seed_history(|| vec!["old".into()]);
         assert!(typed.history_up());
         assert_eq!(typed.text(), "typed here");
         typed.history_up();
