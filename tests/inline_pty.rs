@@ -26,7 +26,11 @@ fn wait_exit(session: &mut Session) {
             assert!(status.success());
             return;
         }
-        assert!(Instant::now() < deadline, "did not quit");
+        assert!(
+            Instant::now() < deadline,
+            "did not quit:\n{}",
+            session.contents()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -409,6 +413,24 @@ fn resuming_a_long_session_prints_its_last_turns() {
     assert!(history.iter().any(|l| l.contains("› question 1")));
 }
 
+/// Quits the agent started from the shell, then the shell. `exit` waits for the shell's
+/// prompt: typed while the agent still reads the terminal, the agent would take it.
+fn quit_to_the_shell(session: &mut Session) {
+    session.send("\x03\x03");
+    session.wait_for("Resume this session");
+    let deadline = Instant::now() + WAIT;
+    while session.contents().trim_end().lines().last() != Some("$") {
+        assert!(
+            Instant::now() < deadline,
+            "no prompt from the shell:\n{}",
+            session.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    session.send("exit\r");
+    wait_exit(session);
+}
+
 /// Ctrl+Z under a shell with job control: the agent gives the terminal back as it found it
 /// and stops; the shell runs a command; `fg` brings the agent back with the prompt being
 /// typed still in the editor, and it carries on.
@@ -447,10 +469,118 @@ fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
         .collect();
     assert_eq!(calls.len(), 1);
     assert!(calls[0].body.to_string().contains("half a prompt"));
+    quit_to_the_shell(&mut session);
+}
+
+/// Started through a parent in the same job (`cargo run`, here a shell script), Ctrl+Z stops
+/// the parent too: the shell waits on it, and gives its prompt back only once it has stopped.
+#[test]
+fn ctrl_z_stops_a_parent_in_the_job_too() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script { replies: vec![] }))
+        .unwrap();
+    let mut session = Session::start_in_shell_as(&server, (24, 80), |agent| {
+        format!("sh -c '\"$@\"; echo after-the-agent' wrapper {agent}")
+    });
+    session.wait_for("Type a message");
+    session.type_text("half a prompt");
+    session.send("\x1a");
+    session.wait_for("Stopped");
+    session.send("fg\r");
+    session.wait_for("half a prompt");
     session.send("\x03\x03");
-    session.wait_for("Resume this session");
+    session.wait_for("after-the-agent");
     session.send("exit\r");
     wait_exit(&mut session);
+}
+
+/// A SIGTSTP from elsewhere (`kill -TSTP`, a shell's `kill -TSTP %1`) suspends as Ctrl+Z does:
+/// the terminal is given back as it was found before the agent stops, and `fg` brings it back
+/// with the prompt being typed.
+#[test]
+fn a_tstp_from_elsewhere_gives_the_terminal_back_first() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Back, and answering.")],
+        }))
+        .unwrap();
+    let mut session = Session::start_in_shell(&server, (24, 80));
+    session.wait_for("Type a message");
+    session.type_text("half a prompt");
+    let before = session.raw.lock().unwrap().len();
+    session.signal_foreground(libc::SIGTSTP);
+    session.wait_for("Stopped");
+    session.wait_gone("half a prompt");
+    let given_back = String::from_utf8_lossy(&session.raw.lock().unwrap()[before..]).into_owned();
+    assert!(
+        given_back.contains("\x1b[?25h"),
+        "the cursor is not shown again: {given_back:?}"
+    );
+    session.send("fg\r");
+    session.wait_for("half a prompt");
+    session.send("\r");
+    session.wait_for("Back, and answering.");
+    assert_eq!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
+        1
+    );
+    quit_to_the_shell(&mut session);
+}
+
+/// A SIGSTOP cannot be caught: the agent stops with the terminal in its modes, and the shell
+/// takes the terminal back its own way. After `fg` the agent takes it again (raw mode: a key
+/// reaches the editor without Enter) and draws the screen again under what the shell wrote.
+#[test]
+fn after_a_stop_from_elsewhere_fg_takes_the_terminal_again() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Back, and answering.")],
+        }))
+        .unwrap();
+    let mut session = Session::start_in_shell(&server, (24, 80));
+    session.wait_for("Type a message");
+    session.type_text("half a prompt");
+    session.signal_foreground(libc::SIGSTOP);
+    session.wait_for("Stopped");
+    session.send("echo shell-$((6*7))\r");
+    session.wait_for("shell-42");
+    session.send("fg\r");
+    // The editor, drawn again whole under the shell's lines, with a key typed after `fg`.
+    session.send("X");
+    session.wait_for("half a promptX");
+    // The shell's lines go up (into the scrollback, past the screen's height), and the editor
+    // is drawn whole under them: its box's top, the prompt, its bottom, in that order.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let rows = session.history();
+        let shell = rows.iter().rposition(|r| r.contains("shell-42"));
+        let drawn = shell.is_some_and(|shell| {
+            let after = &rows[shell..];
+            let top = after.iter().position(|r| r.starts_with('╭'));
+            let prompt = after.iter().position(|r| r.contains("half a promptX"));
+            let bottom = after.iter().position(|r| r.starts_with('╰'));
+            top < prompt && prompt < bottom && top.is_some()
+        });
+        if drawn {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the editor is not drawn again under the shell's lines:\n{}",
+            rows.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    session.send("\r");
+    session.wait_for("Back, and answering.");
+    quit_to_the_shell(&mut session);
 }
 
 /// An answer whose paragraphs are one row each at 80 columns, each ending past the 60th

@@ -96,7 +96,17 @@ impl Session {
 
     /// The program typed into an interactive bash, as a user starts it: the shell's job
     /// control is on (Ctrl+Z, `fg`).
-    pub fn start_in_shell(server: &MockServer, (rows, cols): (u16, u16)) -> Self {
+    pub fn start_in_shell(server: &MockServer, size: (u16, u16)) -> Self {
+        Self::start_in_shell_as(server, size, |agent| agent.to_string())
+    }
+
+    /// The same, with the command line the shell runs made from the agent's (`cargo run`,
+    /// a wrapper script).
+    pub fn start_in_shell_as(
+        server: &MockServer,
+        (rows, cols): (u16, u16),
+        line: impl FnOnce(&str) -> String,
+    ) -> Self {
         let mut command = CommandBuilder::new("bash");
         command.args(["--norc", "--noprofile", "-i"]);
         command.env("PS1", "$ ");
@@ -105,11 +115,12 @@ impl Session {
         let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut session = Self::spawn(command, (rows, cols), dirs);
         session.wait_for("$");
-        session.send(&format!(
-            "'{}' --base-url {} --model mock-model\r",
+        let agent = format!(
+            "'{}' --base-url {} --model mock-model",
             env!("CARGO_BIN_EXE_coding-agent"),
             server.url()
-        ));
+        );
+        session.send(&format!("{}\r", line(&agent)));
         session
     }
 
@@ -299,6 +310,17 @@ impl Session {
     pub fn type_text(&mut self, text: &str) {
         self.send(text);
         self.wait_for(text);
+    }
+
+    /// Sends `signal` to the terminal's foreground process group leader: the program a shell
+    /// started (see [`Session::start_in_shell`]), as `kill` from another terminal would.
+    pub fn signal_foreground(&self, signal: libc::c_int) {
+        let leader = self
+            .master
+            .process_group_leader()
+            .expect("a foreground process group");
+        // SAFETY: kill takes no pointers.
+        assert_eq!(unsafe { libc::kill(leader, signal) }, 0, "kill {leader}");
     }
 
     /// Ends the program and hands its work directory and home on.

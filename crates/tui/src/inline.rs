@@ -349,13 +349,17 @@ impl Inline {
         Ok(())
     }
 
-    /// Back from Ctrl+Z: the shell wrote on the screen meanwhile, and the terminal may have
-    /// another size. What the screen shows goes up into the scrollback, and the next frame
-    /// prints the end of the conversation again under it.
-    pub fn resumed(&mut self, width: u16, height: u16) -> std::io::Result<()> {
+    /// Back from a stop: the shell wrote on the screen meanwhile, and the terminal may have
+    /// another size. What the screen shows goes up into the scrollback (down to the cursor,
+    /// under what the shell wrote; or, `whole`, down to the bottom, when where the cursor is
+    /// is unknown), and the next frame prints the end of the conversation again under it.
+    pub fn resumed(&mut self, width: u16, height: u16, whole: bool) -> std::io::Result<()> {
         self.width = width;
         self.height = height;
         self.out.set_size(width, height);
+        if whole {
+            queue!(self.out, MoveTo(0, height.saturating_sub(1)))?;
+        }
         write!(self.out, "\r{}", "\n".repeat(usize::from(height)))?;
         self.content = 0;
         self.shown = Buffer::empty(Rect::new(0, 0, width, height));

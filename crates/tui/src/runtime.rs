@@ -90,6 +90,10 @@ impl Display {
     fn suspend(&mut self, app: &mut App) -> std::io::Result<bool> {
         let screen = match self {
             Display::Inline(inline) => {
+                // (A SIGTSTP from elsewhere can come with the transcript overlay open.)
+                if inline.overlay_open() {
+                    inline.close_overlay(app)?;
+                }
                 // What is final goes into the conversation, the live region goes, and the
                 // cursor waits under the conversation for the shell.
                 inline.print_finished(app)?;
@@ -101,7 +105,7 @@ impl Display {
         let stopped = terminal::suspend(screen)?;
         let (width, height) = crossterm::terminal::size()?;
         match self {
-            Display::Inline(inline) if stopped => inline.resumed(width, height)?,
+            Display::Inline(inline) if stopped => inline.resumed(width, height, false)?,
             // Nothing else wrote on the screen: what was there is drawn again in place.
             Display::Inline(inline) => {
                 inline.resize(width, height)?;
@@ -110,6 +114,28 @@ impl Display {
             Display::Full(full) => full.resize(width, height)?,
         }
         Ok(stopped)
+    }
+
+    /// Continued after a stop the agent did not make (SIGSTOP): the shell wrote on the screen
+    /// meanwhile, and may have put its own terminal modes back.
+    fn retake(&mut self, app: &mut App) -> std::io::Result<()> {
+        let screen = match self {
+            Display::Inline(inline) => {
+                if inline.overlay_open() {
+                    inline.close_overlay(app)?;
+                }
+                terminal::Screen::Inline
+            }
+            Display::Full(_) => terminal::Screen::Alternate,
+        };
+        terminal::retake(screen)?;
+        let (width, height) = crossterm::terminal::size()?;
+        match self {
+            // Where the cursor is is unknown (the stop may have come in the middle of a
+            // frame): all the screen shows goes up into the scrollback.
+            Display::Inline(inline) => inline.resumed(width, height, true),
+            Display::Full(full) => full.resize(width, height),
+        }
     }
 
     fn repaint(&mut self) {
@@ -185,6 +211,11 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     let mut sighup = signal(SignalKind::hangup())?;
     // Ctrl+C is a key in raw mode; a SIGINT from elsewhere (`kill -INT`) quits cleanly too.
     let mut sigint = signal(SignalKind::interrupt())?;
+    // A SIGTSTP from elsewhere (`kill -TSTP`) would stop the agent with the terminal in its
+    // modes: it suspends as Ctrl+Z does. A SIGCONT after a stop it could not catch (SIGSTOP)
+    // takes the terminal again.
+    let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
+    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut last_frame = Instant::now() - STREAM_FRAME;
     // The user typed, pasted or resized since the last frame, or something settled: draw at
     // the input rate.
@@ -193,7 +224,14 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     // The agent's events woke the loop (not the frame timer).
     let mut batch = false;
 
+    terminal::watch_continues()?;
+
     loop {
+        // Before any frame: one drawn first would draw over what the shell wrote.
+        if terminal::continued_elsewhere() {
+            display.retake(&mut app)?;
+            app.dirty = true;
+        }
         let frame_every = if typed { INPUT_FRAME } else { STREAM_FRAME };
         let since = last_frame.elapsed();
         if app.dirty && (since >= frame_every || batch && since >= BATCH_FRAME) {
@@ -263,6 +301,9 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
             _ = sigint.recv() => break,
+            _ = sigtstp.recv() => actions.push(Action::Suspend),
+            // Only wakes the loop: `continued_elsewhere`, at its top, tells whose it was.
+            _ = sigcont.recv() => {}
         }
         for action in actions {
             if action == Action::ClearScreen {

@@ -74,37 +74,108 @@ pub fn enter(screen: Screen) -> std::io::Result<Guard> {
     Ok(guard)
 }
 
-/// Ctrl+Z: gives the terminal back as it was and stops the process group, as any program
-/// does, for the shell's job control (`fg` continues it); then takes the terminal again.
-/// False when nothing stopped: a process group with no shell to continue it (the agent
-/// started as a session's first program, say) ignores the stop.
+/// Set by every SIGCONT, from the moment the UI starts ([`watch_continues`]); [`suspend`]
+/// takes the one that ends its own stop, so one left here ended a stop made elsewhere.
+static CONTINUED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+fn continues() -> std::io::Result<Arc<AtomicBool>> {
+    if let Some(flag) = CONTINUED.get() {
+        return Ok(flag.clone());
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(libc::SIGCONT, flag.clone())?;
+    Ok(CONTINUED.get_or_init(|| flag).clone())
+}
+
+/// Starts noting SIGCONTs, for [`continued_elsewhere`].
+pub fn watch_continues() -> std::io::Result<()> {
+    continues().map(|_| ())
+}
+
+/// Ctrl+Z, or a SIGTSTP from elsewhere (the UI catches it to come here): gives the terminal
+/// back as it was and stops, as any program does, for the shell's job control (`fg`
+/// continues it); then takes the terminal again. False when nothing stopped: a process group
+/// with no shell to continue it (the agent started as a session's first program, say)
+/// ignores the stop.
 pub fn suspend(screen: Screen) -> std::io::Result<bool> {
-    static CONTINUED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    let continued = match CONTINUED.get() {
-        Some(flag) => flag.clone(),
-        None => {
-            let flag = Arc::new(AtomicBool::new(false));
-            signal_hook::flag::register(libc::SIGCONT, flag.clone())?;
-            CONTINUED.get_or_init(|| flag).clone()
-        }
-    };
+    let continued = continues()?;
     continued.store(false, Ordering::SeqCst);
     restore();
-    // The whole group: a parent in it (`cargo run`) stops too, and the shell gets its prompt
-    // back only when all of it has.
-    // SAFETY: kill takes no pointers.
-    unsafe { libc::kill(0, libc::SIGTSTP) };
-    // The stop comes before kill returns; SIGCONT's handler may run on another thread just
-    // after it.
-    let waited = std::time::Instant::now();
-    while !continued.load(Ordering::SeqCst)
-        && waited.elapsed() < std::time::Duration::from_millis(100)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    stop_job(&continued);
+    let stopped = continued.swap(false, Ordering::SeqCst);
     enable_raw_mode()?;
     modes_on(screen)?;
-    Ok(continued.load(Ordering::SeqCst))
+    Ok(stopped)
+}
+
+/// Stops the agent and the parents in its process group (`cargo run`, a wrapper), so that the
+/// shell, which waits on the outermost of them, sees the job stop; then waits until continued.
+/// Not the whole group (`kill(0)`): a child of the agent's between its fork and its exec is in
+/// the group too, and stopped there it would never let the agent's thread that spawned it
+/// stop (the stop never completes and the shell never gets its prompt back). `fg` continues
+/// the whole group.
+fn stop_job(continued: &AtomicBool) {
+    // SAFETY: getpgrp, getppid, getpid, getpgid and kill take no pointers.
+    let (group, me) = unsafe { (libc::getpgrp(), libc::getpid()) };
+    let mut parent = unsafe { libc::getppid() };
+    for _ in 0..8 {
+        // SAFETY: as above.
+        if parent <= 1 || unsafe { libc::getpgid(parent) } != group {
+            break;
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(parent, libc::SIGTSTP) };
+        match parent_of(parent) {
+            Some(next) => parent = next,
+            None => break,
+        }
+    }
+    // The UI catches SIGTSTP (one from elsewhere comes here): the default action, the stop, is
+    // put back for this one signal.
+    // SAFETY: both sigaction structs are valid for the calls; SIG_DFL takes no handler, and the
+    // action saved is put back unchanged (signal-hook's, which tokio's signal streams use).
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let mut saved: libc::sigaction = std::mem::zeroed();
+        let swapped = libc::sigaction(libc::SIGTSTP, &default, &mut saved) == 0;
+        libc::kill(me, libc::SIGTSTP);
+        // The stop comes before kill returns; SIGCONT's handler may run on another thread
+        // just after it.
+        let waited = std::time::Instant::now();
+        while !continued.load(Ordering::SeqCst)
+            && waited.elapsed() < std::time::Duration::from_millis(100)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if swapped {
+            libc::sigaction(libc::SIGTSTP, &saved, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The parent of process `pid`, from `/proc/PID/stat` (its fourth field, after the command's
+/// name in parentheses, which may hold anything).
+fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// True once after a SIGCONT that did not end a stop [`suspend`] made (a SIGSTOP from
+/// elsewhere, which cannot be caught, and `fg`).
+pub fn continued_elsewhere() -> bool {
+    CONTINUED
+        .get()
+        .is_some_and(|flag| flag.swap(false, Ordering::SeqCst))
+}
+
+/// After a stop the agent did not make (SIGSTOP, which cannot be caught): the shell took the
+/// terminal meanwhile and may have put its own modes back. The UI's modes go on again.
+pub fn retake(screen: Screen) -> std::io::Result<()> {
+    restore();
+    enable_raw_mode()?;
+    modes_on(screen)
 }
 
 /// The modes the UI runs in, raw mode aside.
@@ -213,6 +284,14 @@ pub fn copy_to_clipboard(text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_parent_is_read_from_proc() {
+        // SAFETY: getpid and getppid take no pointers.
+        let (me, parent) = unsafe { (libc::getpid(), libc::getppid()) };
+        assert_eq!(parent_of(me), Some(parent));
+        assert_eq!(parent_of(-1), None);
+    }
 
     #[test]
     fn the_previous_panic_hook_is_back_once_the_ui_is_gone() {
