@@ -399,3 +399,146 @@ fn typing_while_a_question_waits_denies_it_and_steers() {
     assert!(body.contains("denied by the user"), "{body}");
     assert_eq!(last_content(&requests[1].body), "do not touch anything");
 }
+
+/// The terminal goes away (the window closed, the SSH connection lost) under a session
+/// leader that ignores SIGHUP and lives on (`trap '' HUP`): the agent does not outlive its
+/// terminal, and ends by itself, cleanly (its last words to the terminal gone are dropped:
+/// `println!` there panicked).
+#[test]
+fn the_agent_ends_when_its_terminal_goes_away() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script { replies: vec![] }))
+        .unwrap();
+    let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: the out-pointers are valid; no name is asked for, no termios given.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(opened, 0, "openpty");
+    // Not inherited: a child holding the terminal's master open would keep it from going.
+    for fd in [master, slave] {
+        // SAFETY: fcntl on a descriptor just opened.
+        assert_eq!(
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) },
+            0
+        );
+    }
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // A command after the agent's, or the shell would exec it and make it the leader.
+    let ended = dir.path().join("ended");
+    let script = format!(
+        "trap '' HUP; '{}' --base-url {} --model mock-model; echo $? > '{}'",
+        env!("CARGO_BIN_EXE_coding-agent"),
+        server.url(),
+        ended.display()
+    );
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env("CODING_AGENT_HOME", home.path())
+        .env("CODING_AGENT_LOCAL_PROBES", "")
+        .env("TERM", "xterm-256color");
+    for key in common::KEYS {
+        command.env_remove(key);
+    }
+    command
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: setsid and ioctl are async-signal-safe; the terminal is the child's stdin.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut shell = command.spawn().unwrap();
+    drop(slave);
+    // Whatever happens next, nothing is left running.
+    struct Reap(Vec<i32>);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            for pid in &self.0 {
+                // SAFETY: kill takes no pointers.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+        }
+    }
+    let mut reap = Reap(vec![shell.id() as i32]);
+    let mut master = std::fs::File::from(master);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while !String::from_utf8_lossy(&seen).contains("Type a message") {
+        assert!(Instant::now() < deadline, "the UI did not start");
+        let mut buf = [0u8; 8192];
+        let n = std::io::Read::read(&mut master, &mut buf).unwrap();
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let agent = children_of(shell.id())
+        .pop()
+        .expect("the agent, under the shell");
+    reap.0.push(agent);
+    drop(master);
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = shell.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent outlived its terminal ({:?})",
+            std::fs::read_to_string(format!("/proc/{agent}/stat"))
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    // It ended by itself, on the terminal's error (not killed: a SIGHUP's default action
+    // would be 129; and no panic writing to the terminal gone, which would be 101).
+    assert_eq!(std::fs::read_to_string(&ended).unwrap().trim(), "1");
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The fourth field, after the command's name in parentheses.
+        let parent = stat.rfind(')').and_then(|end| {
+            stat[end + 1..]
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
+        if parent == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}

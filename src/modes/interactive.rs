@@ -1,5 +1,6 @@
 //! The TUI, with the session switching and `!cmd` shell it asks the host for.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,18 +60,30 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     });
     let result = tui::run(setup.agent.clone(), host, options).await;
     for error in setup.sessions.recorder().finish().await {
-        eprintln!("coding-agent: the session could not be saved: {error}");
+        say(
+            std::io::stderr(),
+            &format!("coding-agent: the session could not be saved: {error}"),
+        );
     }
     match result {
         Ok(()) => {
-            println!("{}", setup.sessions.status_line());
+            say(std::io::stdout(), &setup.sessions.status_line());
             ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("coding-agent: terminal error: {err}");
+            say(
+                std::io::stderr(),
+                &format!("coding-agent: terminal error: {err}"),
+            );
             ExitCode::FAILURE
         }
     }
+}
+
+/// A line for the user once the UI is gone, written whether or not the terminal still is (a
+/// hangup ends the UI too), where `println!` would panic.
+fn say(mut out: impl Write, line: &str) {
+    let _ = writeln!(out, "{line}");
 }
 
 struct TuiHost {
