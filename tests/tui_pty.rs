@@ -405,13 +405,35 @@ fn typing_while_a_question_waits_denies_it_and_steers() {
 /// terminal, and ends by itself, cleanly (its last words to the terminal gone are dropped:
 /// `println!` there panicked).
 #[test]
-fn the_agent_ends_when_its_terminal_goes_away() {
+fn the_agent_ends_when_its_terminal_goes_away_while_idle() {
+    ends_when_its_terminal_goes_away(false);
+}
+
+/// The same after a reply: crossterm's reader spins on a terminal gone (crossterm#793). Polled
+/// on the UI's own thread, it kept the UI from ever ending; on a thread of its own, nothing
+/// told the UI until it watched for the hangup itself.
+#[test]
+fn the_agent_ends_when_its_terminal_goes_away_after_a_reply() {
+    ends_when_its_terminal_goes_away(true);
+}
+
+fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
 
     let rt = runtime();
+    // Words without spaces: the live region writes only the cells that change, and skips
+    // the blanks between words.
+    let paragraphs: String = (0..200)
+        .map(|i| format!("Paragraph-{i:03}-of-the-answer.\n\n"))
+        .collect();
+    let mut reply = Reply::text(paragraphs);
+    reply.chunk_size = 20;
+    reply.delay_ms = 10;
     let server = rt
-        .block_on(MockServer::start(Script { replies: vec![] }))
+        .block_on(MockServer::start(Script {
+            replies: vec![reply],
+        }))
         .unwrap();
     let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (mut master, mut slave) = (0, 0);
@@ -488,12 +510,33 @@ fn the_agent_ends_when_its_terminal_goes_away() {
     let mut reap = Reap(vec![shell.id() as i32]);
     let mut master = std::fs::File::from(master);
     let mut seen = Vec::new();
-    let deadline = Instant::now() + WAIT;
-    while !String::from_utf8_lossy(&seen).contains("Type a message") {
-        assert!(Instant::now() < deadline, "the UI did not start");
-        let mut buf = [0u8; 8192];
-        let n = std::io::Read::read(&mut master, &mut buf).unwrap();
-        seen.extend_from_slice(&buf[..n]);
+    let mut wait_for = |text: &str, master: &mut std::fs::File| {
+        use std::os::fd::AsRawFd;
+        let deadline = Instant::now() + WAIT;
+        while !String::from_utf8_lossy(&seen).contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} never came: {:?}",
+                String::from_utf8_lossy(&seen)
+            );
+            let mut ready = libc::pollfd {
+                fd: master.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the call.
+            if unsafe { libc::poll(&mut ready, 1, 50) } <= 0 {
+                continue;
+            }
+            let mut buf = [0u8; 8192];
+            let n = std::io::Read::read(master, &mut buf).unwrap();
+            seen.extend_from_slice(&buf[..n]);
+        }
+    };
+    wait_for("Type a message", &mut master);
+    if after_a_reply {
+        std::io::Write::write_all(&mut master, b"go\r").unwrap();
+        wait_for("Paragraph-199", &mut master);
     }
     let agent = children_of(shell.id())
         .pop()

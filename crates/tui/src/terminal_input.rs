@@ -1,18 +1,20 @@
-//! The terminal's input, read by one task for the whole process and lent to whichever screen
+//! The terminal's input, read by one thread for the whole process and lent to whichever screen
 //! is showing (the first-run setup screen, then the session's UI).
 //!
 //! Why one reader: dropping a crossterm `EventStream` wakes the shared poller, and the next
 //! stream's poll can see that stale wake-up together with the tty's readiness; crossterm then
 //! returns on the wake-up and, the tty being edge-triggered, never learns of the keys again.
 //! Keys typed right after the setup screen were lost that way (1 run in 3 under load).
-//! Why its own task: crossterm's stream takes a contended lock each time it is polled, and the
-//! UI loop wakes for every streamed delta, so polling it there cost CPU per delta.
+//! Why its own thread, blocking in crossterm's `read`: once the terminal is gone, crossterm's
+//! reader spins reading it (0 bytes or EIO, forever: crossterm#793) without ever returning.
+//! Polled as a task, it spun on the thread of the UI loop itself, which then never saw the
+//! SIGHUP that asked it to end: a core burnt until someone killed the process. On a thread of
+//! its own it spins only there, and the UI ends (see [`watch_hangup`]) and the process with it.
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyModifiers};
-use futures_util::StreamExt;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use tokio::sync::mpsc;
 
 type Receiver = mpsc::UnboundedReceiver<std::io::Result<Event>>;
@@ -33,9 +35,9 @@ impl TerminalInput {
     pub(crate) fn take() -> TerminalInput {
         STARTED.call_once(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(async move {
-                let mut stream = EventStream::new();
-                while let Some(mut event) = stream.next().await {
+            let read = move || {
+                loop {
+                    let mut event = crossterm::event::read();
                     if let Ok(Event::Key(key)) = &mut event {
                         typed_ahead(key);
                     }
@@ -44,7 +46,18 @@ impl TerminalInput {
                         break;
                     }
                 }
-            });
+            };
+            if let Err(err) = std::thread::Builder::new()
+                .name("terminal-input".into())
+                .spawn(read)
+            {
+                // No input: the screen ends at once (its events end), saying why.
+                let (tx, rx) = mpsc::unbounded_channel();
+                let _ = tx.send(Err(err));
+                *idle() = Some(rx);
+                return;
+            }
+            watch_hangup();
             *idle() = Some(rx);
         });
         let events = idle().take();
@@ -65,6 +78,52 @@ impl Drop for TerminalInput {
     fn drop(&mut self) {
         *idle() = self.events.take();
     }
+}
+
+/// Raises SIGHUP, which the UI ends on (the session written, commands killed), when the
+/// terminal goes away. The kernel sends one itself only to the terminal's session leader (and
+/// to the foreground group once that leader exits): under a leader that ignores it and lives
+/// on (`trap '' HUP`), nothing else would tell the agent, whose input reader then spins. poll(2)
+/// asked for no events sleeps until the terminal hangs up (POLLHUP is reported whatever is
+/// asked), so watching costs nothing meanwhile.
+fn watch_hangup() {
+    // SAFETY: isatty takes no pointers; open gets a NUL-terminated path.
+    let fd = unsafe {
+        if libc::isatty(libc::STDIN_FILENO) == 1 {
+            libc::STDIN_FILENO
+        } else {
+            // crossterm reads the controlling terminal then.
+            libc::open(c"/dev/tty".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
+        }
+    };
+    if fd < 0 {
+        return;
+    }
+    let watch = move || {
+        loop {
+            let mut watched = libc::pollfd {
+                fd,
+                events: 0,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the call.
+            let ready = unsafe { libc::poll(&mut watched, 1, -1) };
+            if ready < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+            if watched.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                // SAFETY: kill takes no pointers.
+                unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+                return;
+            }
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("terminal-hangup".into())
+        .spawn(watch);
 }
 
 /// A key read from what was typed before raw mode went on (see
