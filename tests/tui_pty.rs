@@ -422,10 +422,8 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     use std::os::unix::process::CommandExt;
 
     let rt = runtime();
-    // Words without spaces: the live region writes only the cells that change, and skips
-    // the blanks between words.
     let paragraphs: String = (0..200)
-        .map(|i| format!("Paragraph-{i:03}-of-the-answer.\n\n"))
+        .map(|i| format!("Paragraph {i:03} of the answer.\n\n"))
         .collect();
     let mut reply = Reply::text(paragraphs);
     reply.chunk_size = 20;
@@ -509,15 +507,18 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     }
     let mut reap = Reap(vec![shell.id() as i32]);
     let mut master = std::fs::File::from(master);
-    let mut seen = Vec::new();
+    // What is written comes in pieces (a frame writes only the cells that changed): read
+    // through a terminal emulator.
+    let size = |n| std::num::NonZeroU16::new(n).unwrap();
+    let mut screen = vt100::Parser::new(size(24), size(80), 0);
     let mut wait_for = |text: &str, master: &mut std::fs::File| {
         use std::os::fd::AsRawFd;
         let deadline = Instant::now() + WAIT;
-        while !String::from_utf8_lossy(&seen).contains(text) {
+        while !screen.screen().contents().contains(text) {
             assert!(
                 Instant::now() < deadline,
-                "{text:?} never came: {:?}",
-                String::from_utf8_lossy(&seen)
+                "{text:?} never came:\n{}",
+                screen.screen().contents()
             );
             let mut ready = libc::pollfd {
                 fd: master.as_raw_fd(),
@@ -530,13 +531,13 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
             }
             let mut buf = [0u8; 8192];
             let n = std::io::Read::read(master, &mut buf).unwrap();
-            seen.extend_from_slice(&buf[..n]);
+            screen.process(&buf[..n]);
         }
     };
     wait_for("Type a message", &mut master);
     if after_a_reply {
         std::io::Write::write_all(&mut master, b"go\r").unwrap();
-        wait_for("Paragraph-199", &mut master);
+        wait_for("Paragraph 199 of the answer.", &mut master);
     }
     let agent = children_of(shell.id())
         .pop()
