@@ -401,17 +401,17 @@ fn typing_while_a_question_waits_denies_it_and_steers() {
 }
 
 /// The terminal goes away (the window closed, the SSH connection lost) under a session
-/// leader that ignores SIGHUP and lives on (`trap '' HUP`): the agent does not outlive its
-/// terminal, and ends by itself, cleanly (its last words to the terminal gone are dropped:
-/// `println!` there panicked).
+/// leader that ignores SIGHUP and lives on (`trap '' HUP`), so no signal comes: the agent,
+/// idle, notices by itself and ends cleanly, instead of outliving its terminal with its input
+/// reader spinning on it (crossterm#793) and a core burnt until someone kills it. Its last
+/// words to the terminal gone are dropped (`println!` there panicked).
 #[test]
 fn the_agent_ends_when_its_terminal_goes_away_while_idle() {
     ends_when_its_terminal_goes_away(false);
 }
 
-/// The same after a reply: crossterm's reader spins on a terminal gone (crossterm#793). Polled
-/// on the UI's own thread, it kept the UI from ever ending; on a thread of its own, nothing
-/// told the UI until it watched for the hangup itself.
+/// The same after a reply (the reader polled on the UI's own thread spun there, and kept the
+/// UI from ever ending).
 #[test]
 fn the_agent_ends_when_its_terminal_goes_away_after_a_reply() {
     ends_when_its_terminal_goes_away(true);
@@ -511,33 +511,30 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     // through a terminal emulator.
     let size = |n| std::num::NonZeroU16::new(n).unwrap();
     let mut screen = vt100::Parser::new(size(24), size(80), 0);
-    let mut wait_for = |text: &str, master: &mut std::fs::File| {
-        use std::os::fd::AsRawFd;
+    // Until the screen shows `text` (or, `gone`, no longer does).
+    let mut wait_for = |text: &str, gone: bool, master: &mut std::fs::File| {
         let deadline = Instant::now() + WAIT;
-        while !screen.screen().contents().contains(text) {
+        while screen.screen().contents().contains(text) == gone {
             assert!(
                 Instant::now() < deadline,
-                "{text:?} never came:\n{}",
+                "{text:?} (gone: {gone}) never came:\n{}",
                 screen.screen().contents()
             );
-            let mut ready = libc::pollfd {
-                fd: master.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for the call.
-            if unsafe { libc::poll(&mut ready, 1, 50) } <= 0 {
-                continue;
-            }
-            let mut buf = [0u8; 8192];
-            let n = std::io::Read::read(master, &mut buf).unwrap();
-            screen.process(&buf[..n]);
+            read_some(master, &mut screen, 50);
+        }
+        // Quiet: what comes after, until nothing has for half a second (below, a frame drawn
+        // after the terminal went would end the agent on its write error, and the test would
+        // not see whether the hangup alone does).
+        let deadline = Instant::now() + WAIT;
+        while read_some(master, &mut screen, 500) {
+            assert!(Instant::now() < deadline, "the agent never went quiet");
         }
     };
-    wait_for("Type a message", &mut master);
+    wait_for("Type a message", false, &mut master);
     if after_a_reply {
         std::io::Write::write_all(&mut master, b"go\r").unwrap();
-        wait_for("Paragraph 199 of the answer.", &mut master);
+        wait_for("Paragraph 199 of the answer.", false, &mut master);
+        wait_for("Working", true, &mut master);
     }
     let agent = children_of(shell.id())
         .pop()
@@ -560,6 +557,24 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     // It ended by itself, on the terminal's error (not killed: a SIGHUP's default action
     // would be 129; and no panic writing to the terminal gone, which would be 101).
     assert_eq!(std::fs::read_to_string(&ended).unwrap().trim(), "1");
+}
+
+/// Reads what the terminal's master has within `wait_ms` into `screen`; false if nothing came.
+fn read_some(master: &mut std::fs::File, screen: &mut vt100::Parser, wait_ms: i32) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut ready = libc::pollfd {
+        fd: master.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    if unsafe { libc::poll(&mut ready, 1, wait_ms) } <= 0 {
+        return false;
+    }
+    let mut buf = [0u8; 8192];
+    let n = std::io::Read::read(master, &mut buf).unwrap();
+    screen.process(&buf[..n]);
+    n > 0
 }
 
 /// The processes whose parent is `pid`.
