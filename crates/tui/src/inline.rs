@@ -56,6 +56,9 @@ pub struct Inline {
     /// conversation again at the new size (see [`Inline::resize`]); with the overlay open,
     /// since it opened, and closing it prints the normal screen again whole.
     pending: Option<Resized>,
+    /// The last frame printed a frame's worth of final rows and more wait (see
+    /// [`printed::pending`]): the next frame is due at once.
+    backlog: bool,
 }
 
 /// Resizes not yet printed for: the width the screen's rows were laid out at, and whether
@@ -89,6 +92,7 @@ impl Inline {
             bottom: None,
             overlay: None,
             pending: None,
+            backlog: false,
         })
     }
 
@@ -108,10 +112,17 @@ impl Inline {
         let Pending {
             mut rows,
             mut finished,
+            more,
         } = printed::pending(app, view);
+        self.backlog = more;
         // More than the live region holds: its final top is printed first (the rest of an
-        // open block that is taller than the room is cut at the top).
-        let printing = rows.len().saturating_sub(room).min(finished);
+        // open block that is taller than the room is cut at the top). Part of a backlog: all
+        // of it, none being the end.
+        let printing = if more {
+            finished
+        } else {
+            rows.len().saturating_sub(room).min(finished)
+        };
         if printing > 0 {
             self.clear_live()?;
             let lines: Vec<Line<'static>> = rows.drain(..printing).collect();
@@ -332,6 +343,11 @@ impl Inline {
         // The normal screen is back; the live region is drawn whole again, in case the
         // terminal did not keep it.
         self.clear_live()
+    }
+
+    /// Final rows still wait to be printed, after those the last frame printed.
+    pub fn backlog(&self) -> bool {
+        self.backlog
     }
 
     pub fn overlay_open(&self) -> bool {

@@ -644,3 +644,58 @@ fn the_text_a_screen_showed_is_found_at_another_width() {
     // More shown than there is: everything.
     assert_eq!(same_text_from(&lines(&["a"]), &lines(&["a b c"])), 0);
 }
+
+/// A whole conversation to print at once (`/redraw` of a long session): a frame prints a
+/// frame's worth of it and asks for the next, laying out only what it prints, until the
+/// terminal holds all of it, in order, once.
+#[test]
+fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
+    let messages: Vec<AgentMessage> = (0..2_500)
+        .flat_map(|i| {
+            let mut answer = AssistantMessage::empty("m", "p");
+            answer.content = vec![AssistantContent::Text {
+                text: format!("Answer {i}, over\ntwo lines."),
+            }];
+            [
+                AgentMessage::user(format!("Question {i}")),
+                AgentMessage::Assistant(answer),
+            ]
+        })
+        .collect();
+    let mut whole = App::new(Status::default());
+    whole.load_all(&messages);
+    let view = whole.view(60);
+    let all: Vec<String> = printed::take_finished(&mut whole, view)
+        .iter()
+        .map(|l| l.to_string().trim_end().to_string())
+        .collect();
+    assert!(all.len() > 2 * printed::ROWS_A_FRAME, "{} rows", all.len());
+
+    let mut rig = Rig::new(60, 14);
+    rig.app.load_all(&messages);
+    let mut frames = 0;
+    loop {
+        let written = rig.frame_written();
+        frames += 1;
+        let printed = written.matches("Question").count();
+        // A frame's worth: whole cells, a few rows past the budget at most.
+        assert!(
+            printed * 4 <= printed::ROWS_A_FRAME + 8,
+            "frame {frames} printed {printed} questions"
+        );
+        if !rig.inline.backlog() {
+            break;
+        }
+        assert!(frames < 100, "the backlog never ends");
+    }
+    assert!(frames >= 3, "printed in {frames} frames");
+    let mut held = rig.quit();
+    while all.len() > held.len() && held.first().is_some_and(|l| l.is_empty()) {
+        held.remove(0);
+    }
+    let mut all = all;
+    while all.last().is_some_and(|l| l.is_empty()) {
+        all.pop();
+    }
+    assert_eq!(held, all);
+}

@@ -11,10 +11,18 @@ use ratatui::text::Line;
 use crate::app::App;
 use crate::cells::View;
 
+/// Finished rows laid out for one frame at most, in whole cells: a conversation printed again
+/// whole (`/redraw` of a long session: hundreds of thousands of rows) goes out a frame at a
+/// time, laid out only as it is printed, and the UI answers keys between frames.
+pub(crate) const ROWS_A_FRAME: usize = 4_000;
+
 /// The rows not in the conversation yet, top to bottom; the first `finished` of them are final.
+/// `more`: there were more finished rows than a frame prints, and these are all final: the rest
+/// (and the live region's) come with the next frames.
 pub struct Pending {
     pub rows: Vec<Line<'static>>,
     pub finished: usize,
+    pub more: bool,
 }
 
 pub fn pending(app: &mut App, view: View) -> Pending {
@@ -58,6 +66,13 @@ pub fn pending(app: &mut App, view: View) -> Pending {
                 rows.push(Line::default());
             }
             finished = rows.len();
+            if finished >= ROWS_A_FRAME && index + 1 < app.cells.len() {
+                return Pending {
+                    rows,
+                    finished,
+                    more: true,
+                };
+            }
         } else {
             finished = rows.len();
             rows.extend(cell_rows.from(upto.max(from)).cloned());
@@ -65,7 +80,11 @@ pub fn pending(app: &mut App, view: View) -> Pending {
             above_shows = !cell_rows.is_empty();
         }
     }
-    Pending { rows, finished }
+    Pending {
+        rows,
+        finished,
+        more: false,
+    }
 }
 
 /// The first `count` pending rows are in the conversation now (printed, or left where the live
@@ -98,10 +117,20 @@ pub fn commit(app: &mut App, view: View, mut count: usize) {
 
 /// The rows that became final since the last call, in order, counted as printed.
 pub fn take_finished(app: &mut App, view: View) -> Vec<Line<'static>> {
-    let Pending { mut rows, finished } = pending(app, view);
-    rows.truncate(finished);
-    commit(app, view, finished);
-    rows
+    let mut taken = Vec::new();
+    loop {
+        let Pending {
+            mut rows,
+            finished,
+            more,
+        } = pending(app, view);
+        rows.truncate(finished);
+        commit(app, view, finished);
+        taken.append(&mut rows);
+        if !more {
+            return taken;
+        }
+    }
 }
 
 /// The last `max` rows of what is printed already, laid out at `view` (after a resize). The
@@ -211,7 +240,7 @@ pub(crate) mod tests {
     }
 
     fn waiting(app: &mut App, view: View) -> Vec<String> {
-        let Pending { rows, finished } = pending(app, view);
+        let Pending { rows, finished, .. } = pending(app, view);
         plain(&rows[finished..])
     }
 
@@ -344,7 +373,7 @@ pub(crate) mod tests {
             script(&mut steps, step);
             // A row at a time, as if each frame had room for one more.
             loop {
-                let Pending { rows, finished } = pending(&mut steps, view);
+                let Pending { rows, finished, .. } = pending(&mut steps, view);
                 if finished == 0 {
                     break;
                 }

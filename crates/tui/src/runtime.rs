@@ -237,11 +237,13 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         if app.dirty && (since >= frame_every || batch && since >= BATCH_FRAME) {
             typed = false;
             display.draw(&mut app, &mut input)?;
-            app.dirty = false;
+            // A backlog of rows to print goes out a frame at a time, keys answered between.
+            app.dirty = matches!(&display, Display::Inline(inline) if inline.backlog());
+            typed |= app.dirty;
             last_frame = Instant::now();
         }
         let wake = if app.dirty {
-            Some(last_frame + frame_every)
+            Some(last_frame + if typed { INPUT_FRAME } else { STREAM_FRAME })
         } else if app.running || input.hint().is_some() {
             Some(Instant::now() + SPINNER_TICK)
         } else {
