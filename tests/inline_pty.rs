@@ -431,11 +431,9 @@ fn quit_to_the_shell(session: &mut Session) {
     wait_exit(session);
 }
 
-/// Ctrl+Z under a shell with job control: the agent gives the terminal back as it found it
-/// and stops; the shell runs a command; `fg` brings the agent back with the prompt being
-/// typed still in the editor, and it carries on.
-#[test]
-fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
+/// The agent started from an interactive shell, "half a prompt" typed in its editor; the
+/// mock answers "Back, and answering.".
+fn half_a_prompt_under_a_shell() -> (tokio::runtime::Runtime, MockServer, Session) {
     let rt = runtime();
     let server = rt
         .block_on(MockServer::start(Script {
@@ -445,6 +443,15 @@ fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
     let mut session = Session::start_in_shell(&server, (24, 80));
     session.wait_for("Type a message");
     session.type_text("half a prompt");
+    (rt, server, session)
+}
+
+/// Ctrl+Z under a shell with job control: the agent gives the terminal back as it found it
+/// and stops; the shell runs a command; `fg` brings the agent back with the prompt being
+/// typed still in the editor, and it carries on.
+#[test]
+fn ctrl_z_suspends_to_the_shell_and_fg_comes_back() {
+    let (_rt, server, mut session) = half_a_prompt_under_a_shell();
     let before = session.raw.lock().unwrap().len();
     session.send("\x1a");
     session.wait_for("Stopped");
@@ -500,15 +507,7 @@ fn ctrl_z_stops_a_parent_in_the_job_too() {
 /// with the prompt being typed.
 #[test]
 fn a_tstp_from_elsewhere_gives_the_terminal_back_first() {
-    let rt = runtime();
-    let server = rt
-        .block_on(MockServer::start(Script {
-            replies: vec![Reply::text("Back, and answering.")],
-        }))
-        .unwrap();
-    let mut session = Session::start_in_shell(&server, (24, 80));
-    session.wait_for("Type a message");
-    session.type_text("half a prompt");
+    let (_rt, server, mut session) = half_a_prompt_under_a_shell();
     let before = session.raw.lock().unwrap().len();
     session.signal_foreground(libc::SIGTSTP);
     session.wait_for("Stopped");
@@ -538,15 +537,7 @@ fn a_tstp_from_elsewhere_gives_the_terminal_back_first() {
 /// reaches the editor without Enter) and draws the screen again under what the shell wrote.
 #[test]
 fn after_a_stop_from_elsewhere_fg_takes_the_terminal_again() {
-    let rt = runtime();
-    let server = rt
-        .block_on(MockServer::start(Script {
-            replies: vec![Reply::text("Back, and answering.")],
-        }))
-        .unwrap();
-    let mut session = Session::start_in_shell(&server, (24, 80));
-    session.wait_for("Type a message");
-    session.type_text("half a prompt");
+    let (_rt, _server, mut session) = half_a_prompt_under_a_shell();
     session.signal_foreground(libc::SIGSTOP);
     session.wait_for("Stopped");
     session.send("echo shell-$((6*7))\r");
