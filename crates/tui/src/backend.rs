@@ -38,6 +38,9 @@ const ATTRIBUTES: [(Modifier, Attribute); 9] = [
 pub struct Out {
     inner: CrosstermBackend<BufWriter<Box<dyn Write + Send>>>,
     size: Size,
+    /// Where ratatui last put the cursor: never asked of the terminal (the answer would come
+    /// through crossterm's event reader, which the input thread holds while it waits for keys).
+    cursor: Position,
 }
 
 impl Out {
@@ -51,6 +54,7 @@ impl Out {
         Self {
             inner: CrosstermBackend::new(BufWriter::with_capacity(1 << 16, writer)),
             size,
+            cursor: Position::ORIGIN,
         }
     }
 
@@ -218,11 +222,12 @@ impl Backend for Out {
     }
 
     fn get_cursor_position(&mut self) -> std::io::Result<Position> {
-        self.inner.get_cursor_position()
+        Ok(self.cursor)
     }
 
     fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> std::io::Result<()> {
-        self.inner.set_cursor_position(position)
+        self.cursor = position.into();
+        self.inner.set_cursor_position(self.cursor)
     }
 
     fn clear(&mut self) -> std::io::Result<()> {
@@ -255,6 +260,21 @@ pub(crate) mod tests {
     use ratatui::style::Style;
 
     use super::*;
+
+    /// Asking where the cursor is writes no query to the terminal (whose answer the input
+    /// thread would hold) and answers where it was last put.
+    #[test]
+    fn the_cursor_position_is_remembered_not_asked() {
+        let wire = Wire::default();
+        let mut out = Out::to(Box::new(wire.clone()), Size::new(80, 24));
+        assert_eq!(out.get_cursor_position().unwrap(), Position::ORIGIN);
+        out.set_cursor_position((7, 3)).unwrap();
+        Backend::flush(&mut out).unwrap();
+        let written = wire.0.lock().unwrap().len();
+        assert_eq!(out.get_cursor_position().unwrap(), Position::new(7, 3));
+        Backend::flush(&mut out).unwrap();
+        assert_eq!(wire.0.lock().unwrap().len(), written, "nothing asked");
+    }
 
     /// What the program wrote, for a terminal emulator to read.
     #[derive(Clone, Default)]
