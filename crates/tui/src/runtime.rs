@@ -86,22 +86,29 @@ impl Display {
         }
     }
 
-    /// Ctrl+Z: the screen is handed to the shell until `fg`; false when nothing stopped.
-    fn suspend(&mut self, app: &mut App) -> std::io::Result<bool> {
-        let screen = match self {
+    /// The screen drawn on, the transcript overlay closed first (a signal can come while it
+    /// is open), for handing the terminal over and taking it back.
+    fn without_overlay(&mut self, app: &mut App) -> std::io::Result<terminal::Screen> {
+        match self {
             Display::Inline(inline) => {
-                // (A SIGTSTP from elsewhere can come with the transcript overlay open.)
                 if inline.overlay_open() {
                     inline.close_overlay(app)?;
                 }
-                // What is final goes into the conversation, the live region goes, and the
-                // cursor waits under the conversation for the shell.
-                inline.print_finished(app)?;
-                inline.finish(app)?;
-                terminal::Screen::Inline
+                Ok(terminal::Screen::Inline)
             }
-            Display::Full(_) => terminal::Screen::Alternate,
-        };
+            Display::Full(_) => Ok(terminal::Screen::Alternate),
+        }
+    }
+
+    /// Ctrl+Z: the screen is handed to the shell until `fg`; false when nothing stopped.
+    fn suspend(&mut self, app: &mut App) -> std::io::Result<bool> {
+        let screen = self.without_overlay(app)?;
+        if let Display::Inline(inline) = self {
+            // What is final goes into the conversation, the live region goes, and the
+            // cursor waits under the conversation for the shell.
+            inline.print_finished(app)?;
+            inline.finish(app)?;
+        }
         let stopped = terminal::suspend(screen)?;
         let (width, height) = crossterm::terminal::size()?;
         match self {
@@ -119,15 +126,7 @@ impl Display {
     /// Continued after a stop the agent did not make (SIGSTOP): the shell wrote on the screen
     /// meanwhile, and may have put its own terminal modes back.
     fn retake(&mut self, app: &mut App) -> std::io::Result<()> {
-        let screen = match self {
-            Display::Inline(inline) => {
-                if inline.overlay_open() {
-                    inline.close_overlay(app)?;
-                }
-                terminal::Screen::Inline
-            }
-            Display::Full(_) => terminal::Screen::Alternate,
-        };
+        let screen = self.without_overlay(app)?;
         terminal::retake(screen)?;
         let (width, height) = crossterm::terminal::size()?;
         match self {
