@@ -105,10 +105,8 @@ pub struct App {
     pub editor: Editor,
     pub status: Status,
     pub status_line: crate::status::LineCache,
-    /// Transcript lines scrolled up from the bottom; 0 follows new output.
-    pub scroll: usize,
-    /// Transcript height at the last frame, to keep a scrolled view still.
-    pub transcript_total: usize,
+    /// Where the transcript view stands (it follows new output unless scrolled).
+    pub scroll: crate::scroll::Scroll,
     pub expand_tools: bool,
     pub show_thinking: bool,
     pub abort_requested: bool,
@@ -148,8 +146,7 @@ impl App {
             editor: Editor::new(),
             status,
             status_line: Default::default(),
-            scroll: 0,
-            transcript_total: 0,
+            scroll: Default::default(),
             expand_tools: false,
             show_thinking: true,
             abort_requested: false,
@@ -591,8 +588,7 @@ impl App {
         self.blocks.clear();
         self.tools.clear();
         self.calls.clear();
-        self.scroll = 0;
-        self.transcript_total = 0;
+        self.scroll.reset();
         self.dirty = true;
     }
 

@@ -108,7 +108,7 @@ fn a_streaming_answer_moves_the_rows_and_writes_the_new_ones() {
 fn scrolling_the_transcript_up_and_down_shows_the_right_rows() {
     let mut rig = stream(false);
     for scroll in [1, 2, 7, 3, 30, 0, 12, 11, 0] {
-        rig.app.scroll = scroll;
+        rig.app.scroll.from_end(scroll);
         rig.frame();
     }
     assert!(rig.moves > 15, "moved {} times", rig.moves);
@@ -122,7 +122,7 @@ fn a_resize_draws_the_whole_screen_again() {
         .set_size(20.try_into().unwrap(), 50.try_into().unwrap());
     rig.full.resize(50, 20).unwrap();
     rig.frame();
-    rig.app.scroll = 4;
+    rig.app.scroll.from_end(4);
     rig.frame();
 }
 
@@ -152,9 +152,9 @@ fn a_popup_stays_on_top_of_a_streaming_transcript() {
             5 => rig.input.popup = Some(choices(6)),
             15 => rig.input.popup = None,
             20 => rig.app.editor.set_text("a prompt\nof three\nlines"),
-            30 => rig.app.scroll = 3,
+            30 => rig.app.scroll.from_end(3),
             35 => rig.app.editor.set_text(""),
-            40 => rig.app.scroll = 0,
+            40 => rig.app.scroll.end(),
             _ => {}
         }
         rig.frame();
@@ -181,7 +181,7 @@ fn wide_characters_moving_over_narrow_ones_leave_nothing_behind() {
         rig.frame();
     }
     for scroll in [1, 3, 2, 9, 0, 5, 0] {
-        rig.app.scroll = scroll;
+        rig.app.scroll.from_end(scroll);
         rig.frame();
     }
 }

@@ -52,10 +52,10 @@ pub fn is_interrupt(key: &KeyEvent) -> bool {
 pub fn scroll(app: &mut App, input: &InputState, code: KeyCode) -> bool {
     let page = input.page.saturating_sub(2).max(1);
     match code {
-        KeyCode::PageUp => app.scroll = app.scroll.saturating_add(page),
-        KeyCode::PageDown => app.scroll = app.scroll.saturating_sub(page),
-        KeyCode::Home => app.scroll = usize::MAX,
-        KeyCode::End => app.scroll = 0,
+        KeyCode::PageUp => app.scroll.up(page),
+        KeyCode::PageDown => app.scroll.down(page),
+        KeyCode::Home => app.scroll.top(),
+        KeyCode::End => app.scroll.end(),
         _ => return false,
     }
     true
@@ -228,8 +228,8 @@ pub fn on_paste(app: &mut App, text: &str) {
 
 pub fn on_mouse(app: &mut App, mouse: MouseEvent) {
     match mouse.kind {
-        MouseEventKind::ScrollUp => app.scroll = app.scroll.saturating_add(3),
-        MouseEventKind::ScrollDown => app.scroll = app.scroll.saturating_sub(3),
+        MouseEventKind::ScrollUp => app.scroll.up(3),
+        MouseEventKind::ScrollDown => app.scroll.down(3),
         _ => return,
     }
     app.dirty = true;

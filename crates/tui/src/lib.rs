@@ -20,6 +20,7 @@ mod mcp_view;
 pub mod popup;
 mod printed;
 mod runtime;
+pub mod scroll;
 pub mod setup_screen;
 pub mod status;
 mod terminal;

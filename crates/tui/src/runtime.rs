@@ -260,7 +260,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     Some(Ok(Event::Key(key))) => match display.overlay() {
                         Some(inline) => {
                             if overlay_key(&mut app, &input, key) {
-                                app.scroll = 0;
+                                app.scroll.end();
                                 inline.close_overlay(&mut app)?;
                             }
                             app.dirty = true;
@@ -337,7 +337,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             }
             if action == Action::Overlay {
                 if let Display::Inline(inline) = &mut display {
-                    app.scroll = 0;
+                    app.scroll.end();
                     inline.open_overlay()?;
                     app.dirty = true;
                 }
@@ -415,8 +415,8 @@ fn overlay_key(app: &mut App, input: &InputState, key: KeyEvent) -> bool {
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     match key.code {
-        KeyCode::Up => app.scroll = app.scroll.saturating_add(1),
-        KeyCode::Down => app.scroll = app.scroll.saturating_sub(1),
+        KeyCode::Up => app.scroll.up(1),
+        KeyCode::Down => app.scroll.down(1),
         KeyCode::Esc | KeyCode::Char('q') => return true,
         KeyCode::Char('o' | 'c') if ctrl => return true,
         code => {

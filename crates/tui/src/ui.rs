@@ -175,31 +175,27 @@ fn draw_bottom(
 
 fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
     let height = usize::from(area.height);
-    // The total height is only needed while scrolled up: following the output, only the
-    // visible cells are laid out.
-    if app.scroll > 0 {
-        let total: usize = app.cells.iter_mut().map(|c| c.height(view) + 1).sum();
-        // Keep the view still when output arrives while scrolled up.
-        if app.transcript_total > 0 && total > app.transcript_total {
-            app.scroll = app.scroll.saturating_add(total - app.transcript_total);
+    // Held by a cell and a row in it: only the cells moved over and shown are laid out
+    // (see `scroll`); following the output, only the visible ones.
+    let held = app.scroll.settle(&mut app.cells, view, height);
+    let (last, mut skip) = match &held {
+        Some(held) => {
+            let cell = held.bottom.cell;
+            let block = app.cells[cell].height(view) + 1;
+            (cell, block - 1 - held.bottom.row)
         }
-        app.transcript_total = total;
-        app.scroll = app.scroll.min(total.saturating_sub(height));
-    } else {
-        app.transcript_total = 0;
-    }
+        None => (app.cells.len().wrapping_sub(1), 0),
+    };
 
     // Filled from the bottom up, each row drawn straight from its cell (short transcripts sit
     // at the bottom, next to the editor).
-    let mut skip = app.scroll;
     let mut row = area.bottom();
-    'cells: for cell in app.cells.iter_mut().rev() {
-        let rows = cell.rows(view);
-        let block = rows.len() + 1;
-        if skip >= block {
-            skip -= block;
-            continue;
+    let shown = app.cells.len().min(last.wrapping_add(1));
+    for index in (0..shown).rev() {
+        if row == area.y {
+            break;
         }
+        let rows = app.cells[index].rows(view);
         // The blank separator sits below each cell.
         let separator = Line::default();
         let lines = rows
@@ -210,14 +206,18 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
         skip = 0;
         for line in lines {
             if row == area.y {
-                break 'cells;
+                break;
             }
             row -= 1;
             render_line(line, Rect::new(area.x, row, area.width, 1), buf);
         }
+        if held.is_some() {
+            app.scroll.drawn(&mut app.cells, index);
+        }
     }
-    if app.scroll > 0 {
-        let hint = format!(" ↓ {} more lines (End) ", app.scroll);
+    if let Some(held) = held.filter(|h| h.below > 0) {
+        let more = if held.more_below { "+" } else { "" };
+        let hint = format!(" ↓ {}{more} more lines (End) ", held.below);
         let width = hint.chars().count() as u16;
         let at = Rect::new(
             area.right().saturating_sub(width),
@@ -495,6 +495,99 @@ mod tests {
                 render_line(line, row, &mut got);
                 assert_eq!(got, expected, "{line:?} at width {width}");
             }
+        }
+    }
+
+    /// The transcript scrolled about (held by cell and row, see `scroll`) shows the rows a
+    /// count from the end of the whole transcript gives: up, down, past either end, Home,
+    /// End, with cells of every size and output arriving below a held view.
+    #[test]
+    fn a_scrolled_transcript_shows_the_rows_counted_from_its_end() {
+        use crate::cells::CellKind;
+        let mut app = App::new(crate::status::Status::default());
+        for (i, rows) in [1, 4, 2, 9, 1, 3, 12, 1, 5].into_iter().enumerate() {
+            let text = (0..rows)
+                .map(|r| format!("cell {i} row {r}"))
+                .collect::<Vec<_>>();
+            app.push_cell(CellKind::Notice(text.join("\n")));
+        }
+        let area = Rect::new(0, 0, 50, 7);
+        let view = View {
+            width: area.width,
+            expand_tools: false,
+            show_thinking: false,
+        };
+        let whole = |app: &mut App| -> Vec<String> {
+            let mut rows = Vec::new();
+            for cell in &mut app.cells {
+                rows.extend(cell.rows(view).iter().map(|l| l.to_string()));
+                rows.push(String::new());
+            }
+            rows
+        };
+        let shown = |app: &mut App| -> Vec<String> {
+            let mut buf = Buffer::empty(area);
+            draw_transcript(&mut buf, app, area, view);
+            (0..area.height)
+                .map(|y| {
+                    let row: String = (0..area.width).map(|x| buf[(x, y)].symbol()).collect();
+                    // The hint covers the right of the last row.
+                    row.split(" ↓ ").next().unwrap().trim_end().to_string()
+                })
+                .collect()
+        };
+        let height = usize::from(area.height);
+        let mut from_end = 0usize;
+        let moves: [(&str, usize); 14] = [
+            ("up", 1),
+            ("up", 5),
+            ("down", 2),
+            ("up", 9),
+            ("more", 0),
+            ("up", 3),
+            ("home", 0),
+            ("down", 4),
+            ("up", 1),
+            ("down", 1000),
+            ("up", 2),
+            ("more", 0),
+            ("end", 0),
+            ("up", 40),
+        ];
+        for (step, rows) in moves {
+            let total = whole(&mut app).len();
+            match step {
+                "up" => {
+                    app.scroll.up(rows);
+                    from_end = (from_end + rows).min(total - height);
+                }
+                "down" => {
+                    app.scroll.down(rows);
+                    from_end = from_end.saturating_sub(rows);
+                }
+                "home" => {
+                    app.scroll.top();
+                    from_end = total - height;
+                }
+                "end" => {
+                    app.scroll.end();
+                    from_end = 0;
+                }
+                _ => {
+                    // Output arrives: a held view stays where it is.
+                    app.push_cell(CellKind::Notice("new\noutput".into()));
+                    if from_end > 0 {
+                        from_end += 3;
+                    }
+                }
+            }
+            let all = whole(&mut app);
+            let end = all.len() - from_end;
+            let expected: Vec<String> = all[end - height..end]
+                .iter()
+                .map(|r| r.trim_end().to_string())
+                .collect();
+            assert_eq!(shown(&mut app), expected, "after {step} {rows}");
         }
     }
 }

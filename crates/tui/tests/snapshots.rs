@@ -269,7 +269,7 @@ fn the_file_popup() {
 #[test]
 fn scrolled_up_shows_how_to_get_back() {
     let mut app = conversation();
-    app.scroll = 10;
+    app.scroll.from_end(10);
     insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 80, 16));
 }
 

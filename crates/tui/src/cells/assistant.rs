@@ -159,7 +159,6 @@ impl AssistantCell {
         self.tail = None;
     }
 
-    #[cfg(test)]
     pub fn holds_layout(&self) -> bool {
         self.layout.is_some() || self.tail.is_some()
     }

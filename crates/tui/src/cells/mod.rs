@@ -41,6 +41,9 @@ pub struct Cell {
     done: bool,
     version: u64,
     cache: Option<(View, u64, Vec<Line<'static>>)>,
+    /// A done cell's height in a view, kept when its rows are dropped (scrolling a long
+    /// transcript measures cells it does not show).
+    measured: Option<(View, usize)>,
 }
 
 /// A cell's lines: those that will not change, then those that may (an answer's open block).
@@ -85,18 +88,21 @@ impl Cell {
             done,
             version: 0,
             cache: None,
+            measured: None,
         }
     }
 
     /// Mutable access to the content; the cached lines are rebuilt on the next draw.
     pub fn edit(&mut self) -> &mut CellKind {
         self.version += 1;
+        self.measured = None;
         &mut self.kind
     }
 
     /// Nothing will be added (its message ended, or the program does).
     pub fn finish(&mut self) {
         self.done = true;
+        self.measured = None;
     }
 
     pub fn is_done(&self) -> bool {
@@ -148,8 +154,7 @@ impl Cell {
         }
     }
 
-    /// Whether laid-out lines are kept (for tests of [`Cell::forget_rows`]).
-    #[cfg(test)]
+    /// Whether laid-out lines are kept.
     pub fn holds_rows(&self) -> bool {
         let own = match &self.kind {
             CellKind::Assistant(cell) => cell.holds_layout(),
@@ -159,8 +164,22 @@ impl Cell {
         own || self.cache.is_some()
     }
 
+    #[cfg(test)]
+    pub fn is_measured(&self) -> bool {
+        self.measured.is_some()
+    }
+
     pub fn height(&mut self, view: View) -> usize {
-        self.rows(view).len()
+        if let Some((seen, height)) = self.measured
+            && seen == view
+        {
+            return height;
+        }
+        let height = self.rows(view).len();
+        if self.is_done() {
+            self.measured = Some((view, height));
+        }
+        height
     }
 }
 

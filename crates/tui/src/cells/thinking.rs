@@ -50,7 +50,6 @@ impl ThinkingCell {
         self.open = None;
     }
 
-    #[cfg(test)]
     pub fn holds_layout(&self) -> bool {
         self.laid.is_some() || self.open.is_some()
     }
