@@ -590,4 +590,32 @@ mod tests {
             assert_eq!(shown(&mut app), expected, "after {step} {rows}");
         }
     }
+
+    /// Home in a transcript of many cells lays out a screen and the rows the hint counts,
+    /// not the transcript.
+    #[test]
+    fn the_top_of_a_long_transcript_lays_out_a_screen_of_it() {
+        use crate::cells::CellKind;
+        let mut app = App::new(crate::status::Status::default());
+        for i in 0..20_000 {
+            app.push_cell(CellKind::Notice(format!("cell {i}")));
+        }
+        let area = Rect::new(0, 0, 60, 20);
+        let view = View {
+            width: area.width,
+            expand_tools: false,
+            show_thinking: false,
+        };
+        app.scroll.top();
+        let mut buf = Buffer::empty(area);
+        draw_transcript(&mut buf, &mut app, area, view);
+        let first: String = (0..area.width).map(|x| buf[(x, 0)].symbol()).collect();
+        assert_eq!(first.trim_end(), "· cell 0");
+        let touched = app
+            .cells
+            .iter()
+            .filter(|c| c.is_measured() || c.holds_rows())
+            .count();
+        assert!(touched < 2_000, "{touched} cells laid out");
+    }
 }
