@@ -12,7 +12,7 @@
 
 use std::io::{BufWriter, Write};
 
-use crossterm::cursor::MoveTo;
+use crossterm::cursor::{MoveTo, MoveToColumn};
 use crossterm::queue;
 use crossterm::style::{
     Attribute, SetAttribute, SetBackgroundColor, SetForegroundColor, SetUnderlineColor,
@@ -113,6 +113,28 @@ impl Out {
     /// Ends a sequence of [`Out::run`]s: the terminal is left with no style set.
     pub fn end_runs(&mut self, pen: Pen) -> std::io::Result<()> {
         pen.finish(&mut self.inner)
+    }
+
+    /// Writes a row's cells on the row the cursor is on, `x` counted from its first column:
+    /// moves within the row are by column only, so the row is wherever the terminal put the
+    /// cursor (see `Inline::print`).
+    pub fn draw_row<'a>(
+        &mut self,
+        cells: impl Iterator<Item = (u16, &'a Cell)>,
+    ) -> std::io::Result<()> {
+        let out = &mut self.inner;
+        let mut pen = Pen::default();
+        let mut at = None;
+        for (x, cell) in cells {
+            // After a wide character the next cell gets a move of its own, as in `draw`.
+            if at != Some(x) {
+                queue!(out, MoveToColumn(x))?;
+            }
+            pen.set(out, cell.fg, cell.bg, cell.underline_color, cell.modifier)?;
+            out.write_all(cell.symbol().as_bytes())?;
+            at = Some(x.saturating_add(1));
+        }
+        pen.finish(out)
     }
 }
 

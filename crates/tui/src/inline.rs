@@ -67,6 +67,8 @@ pub struct Inline {
 struct Resized {
     width: u16,
     height_changed: bool,
+    /// How far the height moved from the one the last frame was drawn for, at most.
+    spread: u16,
 }
 
 impl Inline {
@@ -228,6 +230,7 @@ impl Inline {
                 .get_or_insert(Resized {
                     width: old_width,
                     height_changed: true,
+                    spread: 0,
                 })
                 .height_changed = true;
             self.content = self.content.min(height);
@@ -237,8 +240,10 @@ impl Inline {
         let pending = self.pending.get_or_insert(Resized {
             width: old_width,
             height_changed: false,
+            spread: 0,
         });
         pending.height_changed |= height != old_height;
+        pending.spread = pending.spread.saturating_add(height.abs_diff(old_height));
         Ok(())
     }
 
@@ -250,6 +255,7 @@ impl Inline {
             self.pending.get_or_insert(Resized {
                 width: self.width,
                 height_changed: false,
+                spread: 0,
             });
         }
     }
@@ -260,14 +266,16 @@ impl Inline {
     /// height changed too, whether the terminal moved rows between the screen and the
     /// scrollback (most take rows back onto a taller screen, some push them out of a shorter
     /// one), and whether frames drawn for the old size scrolled it, is unknown: a screenful of
-    /// them at the old width, or all it showed if that is more. Some rows may then be in the
+    /// them at the old width, or all it showed if that is more, and as many rows again as the
+    /// height moved (a frame drawn for the old height and read at the new one puts the live
+    /// region that much off, over rows of the conversation). Some rows may then be in the
     /// scrollback twice; none is lost.
     fn settle(&mut self, app: &mut App) -> std::io::Result<()> {
         let Some(resized) = self.pending.take() else {
             return Ok(());
         };
         let rows = if resized.height_changed {
-            self.content.max(self.height)
+            self.content.max(self.height).saturating_add(resized.spread)
         } else {
             self.content
         };
@@ -383,6 +391,7 @@ impl Inline {
         self.pending = Some(Resized {
             width,
             height_changed: true,
+            spread: 0,
         });
         Ok(())
     }
@@ -450,35 +459,37 @@ impl Inline {
         Ok(())
     }
 
-    /// Prints `lines` under the conversation (the live region is already cleared). When the
-    /// screen is full, it scrolls once for as many lines as are left (a screenful at most),
-    /// not once a line: a burst of final rows is hundreds of lines.
+    /// Prints `lines` under the conversation (the live region is already cleared), each on
+    /// the row under the one before, by a line feed: a terminal resized while it still reads
+    /// them (a `/redraw` backlog is thousands of rows) puts each under the last and scrolls
+    /// at its own bottom. Placed at the rows of the old size instead, those a taller screen
+    /// no longer scrolled away were written over and lost.
     fn print(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
         // Rows are written over the live region's: the rows under it get drawn again.
         self.bottom = None;
-        let mut buffer = Buffer::empty(Rect::new(0, 0, self.width, 1));
-        let mut rest = lines;
-        while !rest.is_empty() {
-            if self.content >= self.height {
-                // The screen is all conversation, with no live region to keep in step: make
-                // room at the bottom for the rows printed next (a `scroll` would blank them in
-                // `shown` only for `advance` to take them out again).
-                let rows = rest.len().min(usize::from(self.height)) as u16;
-                queue!(self.out, MoveTo(0, self.height - 1))?;
-                self.out.append_lines(rows)?;
-                self.content -= rows;
-            }
-            let room = usize::from(self.height - self.content);
-            let (now, later) = rest.split_at(room.min(rest.len()));
-            for (row, line) in (self.content..).zip(now) {
-                queue!(self.out, MoveTo(0, row), Clear(ClearType::UntilNewLine))?;
-                if !write_runs(&mut self.out, line, self.width)? {
-                    write_cells(&mut self.out, &mut buffer, line, row)?;
-                }
-            }
-            self.advance(now.len() as u16);
-            rest = later;
+        if lines.is_empty() {
+            return Ok(());
         }
+        let mut buffer = Buffer::empty(Rect::new(0, 0, self.width, 1));
+        if self.content < self.height {
+            queue!(self.out, MoveTo(0, self.content))?;
+        } else {
+            // The screen is all conversation: the first row goes under its last.
+            queue!(self.out, MoveTo(0, self.height - 1))?;
+            self.out.write_all(b"\n")?;
+        }
+        for (index, line) in lines.iter().enumerate() {
+            if index > 0 {
+                self.out.write_all(b"\r\n")?;
+            }
+            queue!(self.out, Clear(ClearType::UntilNewLine))?;
+            if !write_runs(&mut self.out, line, self.width)? {
+                write_cells(&mut self.out, &mut buffer, line)?;
+            }
+        }
+        // The rows past the bottom scrolled the screen: the conversation fills it.
+        let room = usize::from(self.height - self.content);
+        self.advance(lines.len().min(room) as u16);
         Ok(())
     }
 }
@@ -524,19 +535,15 @@ fn erase_from(out: &mut Out, row: u16, height: u16) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes `line` at `row` (erased) through `buffer`, a row of cells as wide as the screen.
-fn write_cells(
-    out: &mut Out,
-    buffer: &mut Buffer,
-    line: &Line<'_>,
-    row: u16,
-) -> std::io::Result<()> {
+/// Writes `line` on the cursor's row (erased, the cursor at its start) through `buffer`, a
+/// row of cells as wide as the screen.
+fn write_cells(out: &mut Out, buffer: &mut Buffer, line: &Line<'_>) -> std::io::Result<()> {
     buffer.reset();
     line.render(buffer.area, buffer);
     // Trailing blanks are not written, so copying a line from the terminal does not pick up a
     // row of spaces.
     let used = text_end(&buffer.content);
-    out.draw(row_cells(&buffer.content[..used], row))
+    out.draw_row(row_cells(&buffer.content[..used]))
 }
 
 /// Writes `line` from the cursor (at the start of an erased row) as runs of text, a span
@@ -601,9 +608,9 @@ fn write_runs(out: &mut Out, line: &Line<'_>, width: u16) -> std::io::Result<boo
     Ok(true)
 }
 
-/// The cells of `row` to write, with their positions: the cell a wide character covers is left
+/// The cells of a row to write, with their columns: the cell a wide character covers is left
 /// out (the terminal moves past it; written, its blank would push the rest of the row right).
-fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)> {
+fn row_cells(cells: &[Cell]) -> impl Iterator<Item = (u16, &Cell)> {
     let mut covered = 0;
     (0u16..).zip(cells).filter_map(move |(x, cell)| {
         if covered > 0 {
@@ -611,7 +618,7 @@ fn row_cells(cells: &[Cell], row: u16) -> impl Iterator<Item = (u16, u16, &Cell)
             return None;
         }
         covered = cell.symbol().width().saturating_sub(1);
-        Some((x, row, cell))
+        Some((x, cell))
     })
 }
 

@@ -585,7 +585,7 @@ fn lines_written_as_runs_match_lines_written_as_cells() {
             let done = runs && write_runs(&mut out, line, WIDTH).unwrap();
             assert_eq!(done, runs && *plain, "{line:?}");
             if !done {
-                write_cells(&mut out, &mut buffer, line, row).unwrap();
+                write_cells(&mut out, &mut buffer, line).unwrap();
             }
         }
         Write::flush(&mut out).unwrap();
@@ -698,4 +698,47 @@ fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
         all.pop();
     }
     assert_eq!(held, all);
+}
+
+/// The terminal grows while it still reads rows printed for its old height (a window dragged
+/// during a `/redraw`): every row is still in it, in order. Rows placed at the old height's
+/// rows were written over the ones a taller screen no longer scrolled away.
+#[test]
+fn rows_read_by_a_terminal_grown_meanwhile_are_all_kept() {
+    let messages: Vec<AgentMessage> = (0..400)
+        .flat_map(|i| {
+            let mut answer = AssistantMessage::empty("m", "p");
+            answer.content = vec![AssistantContent::Text {
+                text: format!("Answer {i}, over\ntwo lines."),
+            }];
+            [
+                AgentMessage::user(format!("Question {i}")),
+                AgentMessage::Assistant(answer),
+            ]
+        })
+        .collect();
+    for (rows, cols) in [(20, 60), (30, 60), (20, 40), (10, 60), (8, 40)] {
+        let mut rig = Rig::new(60, 14);
+        rig.app.load_all(&messages);
+        // The terminal has its new size before it reads the frame drawn for the old one.
+        rig.terminal
+            .screen_mut()
+            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
+        rig.inline.frame(&mut rig.app, &mut rig.input).unwrap();
+        rig.feed();
+        rig.inline.resize(cols, rows).unwrap();
+        let held = rig.quit();
+        let mut from = 0;
+        for i in 0..400 {
+            for text in [format!("Question {i}"), format!("Answer {i}, over two")] {
+                let at = held[from..]
+                    .iter()
+                    .position(|l| l.contains(&text))
+                    .unwrap_or_else(|| {
+                        panic!("{text:?} lost at {rows}×{cols}:\n{}", held.join("\n"))
+                    });
+                from += at + 1;
+            }
+        }
+    }
 }
