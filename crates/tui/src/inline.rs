@@ -59,6 +59,9 @@ pub struct Inline {
     /// The last frame printed a frame's worth of final rows and more wait (see
     /// [`printed::pending`]): the next frame is due at once.
     backlog: bool,
+    /// The last frame printed more rows than half the screen holds: a terminal resized while
+    /// it still reads them reads them at the new size (see [`Inline::settle`]).
+    burst: bool,
 }
 
 /// Resizes not yet printed for: the width the screen's rows were laid out at, and whether
@@ -95,6 +98,7 @@ impl Inline {
             overlay: None,
             pending: None,
             backlog: false,
+            burst: false,
         })
     }
 
@@ -125,6 +129,7 @@ impl Inline {
         } else {
             rows.len().saturating_sub(room).min(finished)
         };
+        self.burst = printing > usize::from(self.height / 2);
         if printing > 0 {
             self.clear_live()?;
             let lines: Vec<Line<'static>> = rows.drain(..printing).collect();
@@ -266,16 +271,18 @@ impl Inline {
     /// height changed too, whether the terminal moved rows between the screen and the
     /// scrollback (most take rows back onto a taller screen, some push them out of a shorter
     /// one), and whether frames drawn for the old size scrolled it, is unknown: a screenful of
-    /// them at the old width, or all it showed if that is more, and as many rows again as the
-    /// height moved (a frame drawn for the old height and read at the new one puts the live
-    /// region that much off, over rows of the conversation). Some rows may then be in the
-    /// scrollback twice; none is lost.
+    /// them at the old width, or all it showed if that is more. After a frame that printed
+    /// many rows (a `/redraw`, a burst of output), which the terminal may still have been
+    /// reading when it changed size, as many rows again as the height moved: that frame's
+    /// live region, drawn for the old height and read at the new one, is that much off, over
+    /// rows of the conversation. Some rows may then be in the scrollback twice; none is lost.
     fn settle(&mut self, app: &mut App) -> std::io::Result<()> {
         let Some(resized) = self.pending.take() else {
             return Ok(());
         };
         let rows = if resized.height_changed {
-            self.content.max(self.height).saturating_add(resized.spread)
+            let off = if self.burst { resized.spread } else { 0 };
+            self.content.max(self.height).saturating_add(off)
         } else {
             self.content
         };
