@@ -360,9 +360,11 @@ impl Inline {
         self.clear_live()
     }
 
-    /// Final rows still wait to be printed, after those the last frame printed.
+    /// Final rows still wait to be printed, after those the last frame printed, and the next
+    /// frame will print them: not while the overlay is open (the frames draw only it; closing
+    /// it asks for a frame).
     pub fn backlog(&self) -> bool {
-        self.backlog
+        self.backlog && self.overlay.is_none()
     }
 
     pub fn overlay_open(&self) -> bool {
