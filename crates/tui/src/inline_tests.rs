@@ -742,3 +742,37 @@ fn rows_read_by_a_terminal_grown_meanwhile_are_all_kept() {
         }
     }
 }
+
+/// With the transcript overlay open over a backlog, frames draw only the overlay: no frame is
+/// due for the backlog (the runtime drew the overlay again every 16 ms) until it closes.
+#[test]
+fn a_backlog_waits_while_the_overlay_is_open() {
+    let messages: Vec<AgentMessage> = (0..3_000)
+        .flat_map(|i| {
+            [
+                AgentMessage::user(format!("Question {i}")),
+                AgentMessage::user(format!("Question {i} again")),
+            ]
+        })
+        .collect();
+    let mut rig = Rig::new(60, 14);
+    rig.app.load_all(&messages);
+    rig.frame();
+    assert!(rig.inline.backlog());
+    let wire = Wire::default();
+    let screen = Rect::new(0, 0, 60, 14);
+    rig.inline.overlay = Some(
+        Terminal::with_options(
+            Out::to(Box::new(wire.clone()), screen.as_size()),
+            TerminalOptions {
+                viewport: Viewport::Fixed(screen),
+            },
+        )
+        .unwrap(),
+    );
+    rig.inline.frame(&mut rig.app, &mut rig.input).unwrap();
+    assert!(!rig.inline.backlog());
+    assert!(!wire.0.lock().unwrap().is_empty(), "the overlay was drawn");
+    rig.inline.overlay = None;
+    assert!(rig.inline.backlog());
+}
