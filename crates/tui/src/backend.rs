@@ -122,20 +122,35 @@ impl Out {
         &mut self,
         cells: impl Iterator<Item = (u16, &'a Cell)>,
     ) -> std::io::Result<()> {
-        let out = &mut self.inner;
-        let mut pen = Pen::default();
-        let mut at = None;
-        for (x, cell) in cells {
-            // After a wide character the next cell gets a move of its own, as in `draw`.
-            if at != Some(x) {
-                queue!(out, MoveToColumn(x))?;
-            }
-            pen.set(out, cell.fg, cell.bg, cell.underline_color, cell.modifier)?;
-            out.write_all(cell.symbol().as_bytes())?;
-            at = Some(x.saturating_add(1));
-        }
-        pen.finish(out)
+        put_cells(&mut self.inner, cells.map(|(x, cell)| (x, 0, cell)), true)
     }
+}
+
+/// Writes `cells` at their positions, moving the cursor only where the next cell is not where
+/// the last one left it; `in_row`: by column only, on the cursor's row (`y` is not used).
+fn put_cells<'a>(
+    out: &mut impl Write,
+    cells: impl Iterator<Item = (u16, u16, &'a Cell)>,
+    in_row: bool,
+) -> std::io::Result<()> {
+    let mut pen = Pen::default();
+    // Where the terminal's cursor is after the last cell written.
+    let mut at: Option<(u16, u16)> = None;
+    for (x, y, cell) in cells {
+        if at != Some((x, y)) {
+            if in_row {
+                queue!(out, MoveToColumn(x))?;
+            } else {
+                queue!(out, MoveTo(x, y))?;
+            }
+        }
+        pen.set(out, cell.fg, cell.bg, cell.underline_color, cell.modifier)?;
+        out.write_all(cell.symbol().as_bytes())?;
+        // After a wide character the next cell is two columns on and gets a move of its own,
+        // which puts the cursor right even where the terminal disagrees on the width.
+        at = Some((x.saturating_add(1), y));
+    }
+    pen.finish(out)
 }
 
 /// The style the terminal was last told to write in, so that each cell or run of text sets
@@ -209,22 +224,7 @@ impl Backend for Out {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        let out = &mut self.inner;
-        let mut pen = Pen::default();
-        // Where the terminal's cursor is after the last cell written.
-        let mut at: Option<(u16, u16)> = None;
-        for (x, y, cell) in content {
-            if at != Some((x, y)) {
-                queue!(out, MoveTo(x, y))?;
-            }
-            pen.set(out, cell.fg, cell.bg, cell.underline_color, cell.modifier)?;
-            out.write_all(cell.symbol().as_bytes())?;
-            // After a wide character the next cell is two columns on and gets a move of its
-            // own, which puts the cursor right even where the terminal disagrees on the width.
-            at = Some((x.saturating_add(1), y));
-        }
-        pen.finish(out)?;
-        Ok(())
+        put_cells(&mut self.inner, content, false)
     }
 
     /// Without the flush crossterm's backend does after it: a frame is written in one go.

@@ -645,12 +645,9 @@ fn the_text_a_screen_showed_is_found_at_another_width() {
     assert_eq!(same_text_from(&lines(&["a"]), &lines(&["a b c"])), 0);
 }
 
-/// A whole conversation to print at once (`/redraw` of a long session): a frame prints a
-/// frame's worth of it and asks for the next, laying out only what it prints, until the
-/// terminal holds all of it, in order, once.
-#[test]
-fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
-    let messages: Vec<AgentMessage> = (0..2_500)
+/// `count` turns: "Question i", and "Answer i, over two lines." (one row at 60 columns).
+fn questions_and_answers(count: usize) -> Vec<AgentMessage> {
+    (0..count)
         .flat_map(|i| {
             let mut answer = AssistantMessage::empty("m", "p");
             answer.content = vec![AssistantContent::Text {
@@ -661,7 +658,15 @@ fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
                 AgentMessage::Assistant(answer),
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// A whole conversation to print at once (`/redraw` of a long session): a frame prints a
+/// frame's worth of it and asks for the next, laying out only what it prints, until the
+/// terminal holds all of it, in order, once.
+#[test]
+fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
+    let messages = questions_and_answers(2_500);
     let mut whole = App::new(Status::default());
     whole.load_all(&messages);
     let view = whole.view(60);
@@ -705,18 +710,7 @@ fn a_backlog_of_rows_is_printed_a_frame_at_a_time() {
 /// rows were written over the ones a taller screen no longer scrolled away.
 #[test]
 fn rows_read_by_a_terminal_grown_meanwhile_are_all_kept() {
-    let messages: Vec<AgentMessage> = (0..400)
-        .flat_map(|i| {
-            let mut answer = AssistantMessage::empty("m", "p");
-            answer.content = vec![AssistantContent::Text {
-                text: format!("Answer {i}, over\ntwo lines."),
-            }];
-            [
-                AgentMessage::user(format!("Question {i}")),
-                AgentMessage::Assistant(answer),
-            ]
-        })
-        .collect();
+    let messages = questions_and_answers(400);
     for (rows, cols) in [(20, 60), (30, 60), (20, 40), (10, 60), (8, 40)] {
         let mut rig = Rig::new(60, 14);
         rig.app.load_all(&messages);
