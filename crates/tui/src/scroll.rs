@@ -39,6 +39,8 @@ pub struct Scroll {
     pending: Move,
     /// Cells drawn while held, oldest first.
     drawn: VecDeque<usize>,
+    /// The view the held row was last placed in, and its cell's height then.
+    placed: Option<(View, usize)>,
 }
 
 /// Where a frame of a held view stands.
@@ -103,6 +105,15 @@ impl Scroll {
         let mut cells = Measure { cells, view };
         let first = Mark { cell: 0, row: 0 };
         let last = cells.last();
+        // A new width (or tool output expanded, thinking shown) wraps the held cell anew:
+        // the same text is as far down it in proportion, not at the same row.
+        if let (Some(at), Some((placed, rows))) = (&mut self.at, self.placed)
+            && placed != view
+            && at.cell < cells.cells.len()
+        {
+            let now = cells.block(at.cell);
+            at.row = at.row * now / rows.max(1);
+        }
         let start = if moves.top {
             cells.down(first, height - 1)
         } else {
@@ -131,6 +142,7 @@ impl Scroll {
             }
         });
         self.at = at.filter(|m| *m != last);
+        self.placed = self.at.map(|m| (view, cells.block(m.cell)));
         let bottom = self.at?;
         let (below, more_below) = cells.below(bottom, COUNTED);
         Some(Held {
@@ -364,5 +376,40 @@ mod tests {
         *cells[2].edit() = CellKind::Notice("one".into());
         // Its last row now: the end, so the view follows again.
         assert!(scroll.settle(&mut cells, VIEW, 4).is_none());
+    }
+
+    #[test]
+    fn a_new_width_keeps_the_same_text_in_a_held_cell() {
+        let text = (0..40)
+            .map(|i| format!("line {i:02} with words enough to wrap at a narrow width"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut cells = vec![
+            Cell::new(CellKind::Notice(text)),
+            Cell::new(CellKind::Notice("end".into())),
+        ];
+        // The text line a held row shows: the last row at or above it that starts one.
+        let line_at = |cells: &mut [Cell], view: View, at: Mark| -> u32 {
+            let rows = cells[at.cell].rows(view);
+            let rows: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
+            let start = rows[..=at.row]
+                .iter()
+                .rev()
+                .find(|r| r.contains("line "))
+                .unwrap();
+            let number = start.split("line ").nth(1).unwrap();
+            number[..2].parse().unwrap()
+        };
+        let mut scroll = Scroll::default();
+        scroll.up(30);
+        let held = scroll.settle(&mut cells, VIEW, 5).unwrap();
+        let was = line_at(&mut cells, VIEW, held.bottom);
+        let narrow = View { width: 20, ..VIEW };
+        let held = scroll.settle(&mut cells, narrow, 5).unwrap();
+        let is = line_at(&mut cells, narrow, held.bottom);
+        assert!(
+            was.abs_diff(is) <= 1,
+            "line {was} held, line {is} shown at the new width"
+        );
     }
 }
