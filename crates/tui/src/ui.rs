@@ -178,19 +178,19 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
     // Held by a cell and a row in it: only the cells moved over and shown are laid out
     // (see `scroll`); following the output, only the visible ones.
     let held = app.scroll.settle(&mut app.cells, view, height);
-    let (last, mut skip) = match &held {
+    // The cells up to the one at the view's bottom, and its rows under the view.
+    let (shown, mut skip) = match &held {
         Some(held) => {
             let cell = held.bottom.cell;
             let block = app.cells[cell].height(view) + 1;
-            (cell, block - 1 - held.bottom.row)
+            (cell + 1, block - 1 - held.bottom.row)
         }
-        None => (app.cells.len().wrapping_sub(1), 0),
+        None => (app.cells.len(), 0),
     };
 
     // Filled from the bottom up, each row drawn straight from its cell (short transcripts sit
     // at the bottom, next to the editor).
     let mut row = area.bottom();
-    let shown = app.cells.len().min(last.wrapping_add(1));
     for index in (0..shown).rev() {
         if row == area.y {
             break;
