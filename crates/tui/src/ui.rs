@@ -191,10 +191,12 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
     // Filled from the bottom up, each row drawn straight from its cell (short transcripts sit
     // at the bottom, next to the editor).
     let mut row = area.bottom();
+    let mut first = shown;
     for index in (0..shown).rev() {
         if row == area.y {
             break;
         }
+        first = index;
         let rows = app.cells[index].rows(view);
         // The blank separator sits below each cell.
         let separator = Line::default();
@@ -211,10 +213,9 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
             row -= 1;
             render_line(line, Rect::new(area.x, row, area.width, 1), buf);
         }
-        if held.is_some() {
-            app.scroll.drawn(&mut app.cells, index);
-        }
     }
+    // Following the end too: cells that scrolled away, done long ago, drop their rows.
+    app.scroll.drawn(&mut app.cells, first..shown, view);
     if let Some(held) = held.filter(|h| h.below > 0) {
         let more = if held.more_below { "+" } else { "" };
         let hint = format!(" ↓ {}{more} more lines (End) ", held.below);
@@ -589,6 +590,36 @@ mod tests {
                 .collect();
             assert_eq!(shown(&mut app), expected, "after {step} {rows}");
         }
+    }
+
+    /// Following the end of a long conversation (the alternate screen) keeps a bounded number
+    /// of rows laid out, not every cell that was ever on screen.
+    #[test]
+    fn following_the_end_keeps_a_bounded_number_of_rows_laid_out() {
+        use crate::cells::CellKind;
+        let mut app = App::new(crate::status::Status::default());
+        let area = Rect::new(0, 0, 60, 20);
+        let view = View {
+            width: area.width,
+            expand_tools: false,
+            show_thinking: false,
+        };
+        let mut buf = Buffer::empty(area);
+        for i in 0..300 {
+            let lines: Vec<String> = (0..100).map(|j| format!("cell {i} line {j}")).collect();
+            app.push_cell(CellKind::Notice(lines.join("\n")));
+            draw_transcript(&mut buf, &mut app, area, view);
+        }
+        let last: String = (0..area.width).map(|x| buf[(x, 18)].symbol()).collect();
+        assert_eq!(last.trim_end(), "  cell 299 line 99");
+        let held: usize = app
+            .cells
+            .iter_mut()
+            .filter(|c| c.holds_rows())
+            .map(|c| c.height(view))
+            .sum();
+        // The budget, and the two cells a screen shows over it.
+        assert!(held <= crate::scroll::KEPT_ROWS + 200, "{held} rows laid out");
     }
 
     /// Home in a transcript of many cells lays out a screen and the rows the hint counts,
