@@ -1,7 +1,8 @@
 """Memory of the inline TUI over a conversation of several long answers (issue 14: nothing may
 grow with the length of the conversation beyond the conversation itself). Six turns, each a
 100 KB markdown answer (headings, lists, fenced Rust), in a 120x50 pty; prints VmRSS and VmHWM
-after each turn. Its own CODING_AGENT_HOME and working directory. Needs pexpect. Usage:
+after each turn. Its own CODING_AGENT_HOME and working directory. Needs pexpect. Usage (ARGS
+adds flags, e.g. ARGS=--alt-screen for the alternate screen):
 
     MOCK=target/release/mock-llm python3 benches/tui_turns_memory.py target/release/coding-agent
 """
@@ -33,7 +34,8 @@ server = subprocess.Popen([mock, "--script", script], stdout=subprocess.PIPE, te
 url = server.stdout.readline().strip().split()[-1]
 env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("CODING_AGENT")}
 env.update(CODING_AGENT_HOME=tempfile.mkdtemp(), CODING_AGENT_LOCAL_PROBES="", TERM="xterm-256color")
-child = pexpect.spawn(binary, ["--base-url", f"{url}/v1", "--model", "mock", "--trust"],
+flags = ["--base-url", f"{url}/v1", "--model", "mock", "--trust"] + os.environ.get("ARGS", "").split()
+child = pexpect.spawn(binary, flags,
                       cwd=tempfile.mkdtemp(), env=env, dimensions=(50, 120), encoding="utf-8")
 seen = []
 
