@@ -619,7 +619,10 @@ mod tests {
             .map(|c| c.height(view))
             .sum();
         // The budget, and the two cells a screen shows over it.
-        assert!(held <= crate::scroll::KEPT_ROWS + 200, "{held} rows laid out");
+        assert!(
+            held <= crate::scroll::KEPT_ROWS + 200,
+            "{held} rows laid out"
+        );
     }
 
     /// Home in a transcript of many cells lays out a screen and the rows the hint counts,
