@@ -87,11 +87,15 @@ fn scenario(
     let checkpoints = home.path().join("checkpoints").is_dir();
     times.sort();
     // SAFETY: getrusage only fills the struct.
+    #[cfg(unix)]
     let rss_kb = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
         usage.ru_maxrss
     };
+    // Not measured elsewhere: the figures in BENCHMARKS.md are Linux's.
+    #[cfg(not(unix))]
+    let rss_kb = 0;
     println!(
         "{name}: median {:.1} ms, min {:.1} ms, max {:.1} ms wall (target < 60 ms); checkpoint store written: {checkpoints}",
         times[RUNS / 2].as_secs_f64() * 1000.0,

@@ -10,8 +10,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -47,11 +47,8 @@ impl Auth {
     /// old file or the new one, never half of one).
     pub fn save(&self, home: &session::Home) -> std::io::Result<PathBuf> {
         let path = Self::path(home);
-        let dir = home.root();
-        std::fs::create_dir_all(dir)?;
-        let temp = dir.join(".auth.toml.tmp");
-        write_private(&temp, &self.render())?;
-        std::fs::rename(&temp, &path)?;
+        platform::fs::ensure_private_dir(home.root())?;
+        platform::fs::write_private_atomic(&path, self.render().as_bytes())?;
         Ok(path)
     }
 
@@ -74,27 +71,12 @@ impl Auth {
     }
 }
 
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    // The mode above is filtered by the umask; 0600 is what is meant.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn saved_files_read_back_and_are_private() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let home = session::Home::new(dir.path());
         assert_eq!(Auth::load(&home).unwrap(), Auth::default());
@@ -106,8 +88,12 @@ mod tests {
         auth.keys.insert("openai".into(), "sk-\"odd\\key".into());
         let path = auth.save(&home).unwrap();
         assert_eq!(Auth::load(&home).unwrap(), auth);
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
         std::fs::write(&path, "keys = 3").unwrap();
         assert!(Auth::load(&home).unwrap_err().contains("auth.toml"));
     }

@@ -568,20 +568,18 @@ pub fn session_id_of(path: &str) -> Option<String> {
     Some(stem.rsplit_once('_')?.1.to_string())
 }
 
-/// The store's name for a session that is not saved: tied to this process, so pruning by
-/// another process keeps it while this one runs.
 fn unsaved_id() -> String {
-    format!("unsaved-{}", std::process::id())
+    checkpoint::unsaved_session_id()
 }
 
 /// Whether the `git` program the store drives is on the `PATH`: a look at the directories,
 /// not a process (the store checks git's version when it opens).
 pub fn git_available() -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH").unwrap_or_default();
+    let name = if cfg!(windows) { "git.exe" } else { "git" };
     let found = std::env::split_paths(&path).any(|dir| {
-        std::fs::metadata(dir.join("git"))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        std::fs::metadata(dir.join(name))
+            .is_ok_and(|m| m.is_file() && (cfg!(windows) || platform::fs::is_executable(&m)))
     });
     if found {
         Ok(())
@@ -593,15 +591,8 @@ pub fn git_available() -> Result<(), String> {
 /// The ids pruning must keep: every saved session, and the unsaved ones of running
 /// processes.
 pub fn live_sessions(home: &session::Home) -> Vec<String> {
-    let mut ids = session::all_session_ids(home);
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        ids.extend(entries.filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.parse::<u32>().ok()?;
-            Some(format!("unsaved-{name}"))
-        }));
-    }
-    ids
+    // The unsaved sessions of running processes are kept by the store itself.
+    session::all_session_ids(home)
 }
 
 /// Drops the checkpoints of sessions that no longer exist, and the oldest past the default

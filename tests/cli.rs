@@ -1,5 +1,9 @@
 //! The binary end to end against mock-llm: print, json and rpc modes, piped stdin, sessions,
 //! config errors and a missing key. Every run points CODING_AGENT_HOME at a temporary dir.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -325,7 +329,7 @@ async fn ctrl_c_in_print_mode_kills_the_command_and_saves_the_session() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
-        !tools::group_alive(pgid),
+        !tools::group_alive(pgid as u32),
         "the command outlived the interrupt"
     );
     let sessions = env.sessions();
@@ -437,7 +441,7 @@ async fn a_second_ctrl_c_leaves_at_once_and_the_watchdog_ends_the_command() {
     assert!(stderr.contains("stopped at once"), "{stderr}");
     // The agent is gone; its watchdog takes the command group with it.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while tools::group_alive(pgid) {
+    while tools::group_alive(pgid as u32) {
         assert!(
             std::time::Instant::now() < deadline,
             "the command outlived the agent"

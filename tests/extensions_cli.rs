@@ -1,5 +1,9 @@
 //! Skills, prompt templates and hooks, end to end: the binary against mock-llm in print and
 //! JSON mode, with real hook scripts run by the shell (in the sandbox, as bash commands are).
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,4 +1,8 @@
 //! Prompt templates, skills and hook runs in the real TUI (pty + vt100) against mock-llm.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! The first run in a real terminal with nothing configured, no key and no local server: the
 //! setup screen instead of an error, and from it a working session — by a server URL checked
 //! live, or by a pasted key that is never shown and is stored privately.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! The binary against hostile or broken input: a repository that tries to pick the model, a
 //! mistyped base URL, a reply cut at the output limit, command output too long to show.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! Inline mode in a real pseudo-terminal (portable-pty + vt100 with a scrollback): the
 //! conversation goes into the terminal's own history, only the live region is redrawn.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

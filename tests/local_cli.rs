@@ -3,6 +3,10 @@
 //! it with the window the server reported; a model without tools runs chat-only; `--base-url`
 //! reads a llama.cpp server's `/props`; with nothing found, the headless modes exit 2 naming
 //! what was probed.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 use mock_llm::{Emulation, MockServer, OllamaModel, Reply, Script};
 use serde_json::json;

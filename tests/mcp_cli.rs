@@ -1,6 +1,10 @@
 //! MCP servers end to end, headless: `-p` and JSON mode wait for the servers before the
 //! first model call, the model calls a server's tool, a failed server is reported, and 200
 //! large tools are sent as `mcp_search`. The servers are the real test server on stdio.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

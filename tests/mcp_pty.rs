@@ -2,6 +2,10 @@
 //! server, Esc cancels a hung MCP call (the server hears `notifications/cancelled`), and a
 //! server that crashes shows in the transcript and in `/mcp`, and comes back with
 //! `/mcp restart`.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

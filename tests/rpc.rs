@@ -1,5 +1,9 @@
 //! RPC mode over a real child process: every command of docs/rpc.md, and the queue after an
 //! abort (steering runs next, follow-ups come back), as the TUI does it.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! The sandbox, approvals and repository trust, seen from the binary: what a cloned repository
 //! can and cannot do, what a confined command can reach, what happens when nobody can approve,
 //! and an approval answered over RPC.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

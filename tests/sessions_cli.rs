@@ -1,5 +1,9 @@
 //! The binary's sessions end to end against mock-llm: crash repair, locking and --fork,
 //! private files, refused paths, diagnostics.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,4 +1,8 @@
 //! The real binary in a real pseudo-terminal against mock-llm: what a user types and sees.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 
@@ -200,11 +204,11 @@ fn esc_kills_a_running_command_within_a_second_in(screen: &[&str]) {
     };
     let pressed = Instant::now();
     session.send("\x1b");
-    while tools::group_alive(pgid) && pressed.elapsed() < Duration::from_secs(1) {
+    while tools::group_alive(pgid as u32) && pressed.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(
-        !tools::group_alive(pgid),
+        !tools::group_alive(pgid as u32),
         "sleep 30 outlived Esc by a second"
     );
     session.wait_for("Interrupted");
@@ -435,7 +439,7 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
         .unwrap();
     let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (mut master, mut slave) = (0, 0);
-    let size = libc::winsize {
+    let mut size = libc::winsize {
         ws_row: 24,
         ws_col: 80,
         ws_xpixel: 0,
@@ -447,8 +451,9 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
+            std::ptr::null_mut(),
+            // `*mut` on macOS, `*const` on Linux.
+            (&raw mut size).cast(),
         )
     };
     assert_eq!(opened, 0, "openpty");
@@ -487,7 +492,7 @@ fn ends_when_its_terminal_goes_away(after_a_reply: bool) {
     // SAFETY: setsid and ioctl are async-signal-safe; the terminal is the child's stdin.
     unsafe {
         command.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

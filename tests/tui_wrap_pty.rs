@@ -1,5 +1,9 @@
 //! Every character arrives: CJK and emoji typed into the editor and answered by the model, in
 //! a real pseudo-terminal 40 and 80 columns wide (portable-pty + vt100, scrollback included).
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

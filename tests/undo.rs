@@ -1,6 +1,10 @@
 //! Checkpoints, undo, redo, rewind and the tree, end to end over RPC: real files changed by
 //! real bash commands and the write tool, a real shadow store, and the user's own `.git` left
 //! exactly as it was.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! Taking it back as a user does, in a real terminal: `/undo` asking about a file the user
 //! changed since, Esc twice to rewind with the message back in the editor, `/tree` and
 //! `!cmd` checkpoints.
+//!
+//! Unix only: these drive the binary through shell commands, pseudo-terminals and
+//! signals as a user on Linux or macOS would (see README, Windows).
+#![cfg(unix)]
 
 mod common;
 

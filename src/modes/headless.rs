@@ -183,25 +183,18 @@ pub fn exit_at_once() -> ! {
     std::process::exit(130)
 }
 
-/// SIGINT, SIGTERM and SIGHUP, as one stream: each asks to stop cleanly.
+/// The signals that ask to stop cleanly (SIGINT, SIGTERM, SIGHUP; Ctrl+C, Ctrl+Break,
+/// closing the console on Windows), as one stream.
 pub fn stop_signals() -> tokio::sync::mpsc::UnboundedReceiver<()> {
-    use tokio::signal::unix::{SignalKind, signal};
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for kind in [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-    ] {
-        let tx = tx.clone();
-        if let Ok(mut stream) = signal(kind) {
-            tokio::spawn(async move {
-                while stream.recv().await.is_some() {
-                    if tx.send(()).is_err() {
-                        break;
-                    }
+    if let Ok(mut signals) = platform::signals::Signals::stops() {
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                if tx.send(()).is_err() {
+                    break;
                 }
-            });
-        }
+            }
+        });
     }
     rx
 }

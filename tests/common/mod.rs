@@ -120,6 +120,7 @@ pub fn roles(body: &Value) -> Vec<&str> {
 /// The binary, copied where an unprivileged user can run it: tests that must not run as root
 /// (CI runs as root) run it as `nobody` with `setpriv`, and the build directory may not be
 /// open to other users.
+#[cfg(unix)]
 pub fn binary_for_nobody() -> std::path::PathBuf {
     static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
         std::sync::OnceLock::new();

@@ -11,7 +11,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
@@ -84,7 +83,7 @@ pub(crate) fn user_excludes_file(
             "GIT_CONFIG_SYSTEM",
             "GIT_CONFIG_NOSYSTEM",
         ];
-        if key.as_bytes().starts_with(b"GIT_") && !keep.iter().any(|k| key == *k) {
+        if key.as_encoded_bytes().starts_with(b"GIT_") && !keep.iter().any(|k| key == *k) {
             cmd.env_remove(key);
         }
     }
@@ -106,7 +105,7 @@ pub(crate) fn user_excludes_file(
         .ok()?;
     let configured = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
     let path = if out.status.success() && !configured.is_empty() {
-        PathBuf::from(OsStr::from_bytes(configured))
+        platform::fs::path_from_bytes(configured)
     } else {
         match xdg_config_home.filter(|x| !x.is_empty()) {
             Some(xdg) => PathBuf::from(xdg).join("git/ignore"),
@@ -119,7 +118,7 @@ pub(crate) fn user_excludes_file(
 fn base_command(program: &Path) -> Command {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars_os() {
-        if key.as_bytes().starts_with(b"GIT_") {
+        if key.as_encoded_bytes().starts_with(b"GIT_") {
             cmd.env_remove(key);
         }
     }

@@ -17,9 +17,6 @@
 //!
 //! `docs/checkpoints.md` describes the design, what is and is not captured, and the figures.
 
-#[cfg(not(unix))]
-compile_error!("the checkpoint store needs a Unix system (file modes, symlinks, flock)");
-
 mod error;
 mod git;
 mod lock;
@@ -31,7 +28,7 @@ mod types;
 pub mod undo;
 
 pub use error::{CheckpointError, Result};
-pub use prune::{DEFAULT_BUDGET, StorePruned, prune, prune_with};
+pub use prune::{DEFAULT_BUDGET, StorePruned, prune, prune_with, unsaved_session_id};
 pub use restore::{PathFailure, Restored};
 pub use store::{Excludes, Store, StoreOptions};
 pub use types::{Change, ChangeKind, Checkpoint, Limits, SkipReason, Skipped, Snapshot, TreeId};

@@ -3,10 +3,9 @@
 //! no other process is between writing objects and referencing them.
 
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
+
+use platform::fs::{Share, Wait};
 
 use crate::error::{CheckpointError, Result};
 
@@ -31,36 +30,31 @@ pub(crate) enum Mode {
 /// microseconds to milliseconds. Without the wait, pruning found its own store busy then.
 pub(crate) const MOMENT: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Takes the lock on `path` (created 0600 if missing).
+/// Takes the lock on `path` (created private if missing).
 pub(crate) fn lock(path: &Path, mode: Mode) -> Result<Option<Held>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(CheckpointError::io(path))?;
-    let operation = match mode {
-        Mode::Shared => libc::LOCK_SH,
-        Mode::Exclusive => libc::LOCK_EX,
-        Mode::TryExclusive => libc::LOCK_EX | libc::LOCK_NB,
+    let file = platform::fs::private(
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true),
+    )
+    .open(path)
+    .map_err(CheckpointError::io(path))?;
+    let (share, wait) = match mode {
+        Mode::Shared => (Share::Shared, Wait::Block),
+        Mode::Exclusive => (Share::Exclusive, Wait::Block),
+        Mode::TryExclusive => (Share::Exclusive, Wait::No),
     };
     let deadline = std::time::Instant::now() + MOMENT;
     loop {
-        // SAFETY: flock on a descriptor `file` owns and keeps open for the call; no memory
-        // is passed.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
-        if rc == 0 {
-            return Ok(Some(Held { _file: file }));
-        }
-        let err = io::Error::last_os_error();
-        match err.kind() {
-            io::ErrorKind::Interrupted => continue,
-            io::ErrorKind::WouldBlock if std::time::Instant::now() < deadline => {
+        match platform::fs::lock(&file, share, wait) {
+            Ok(true) => return Ok(Some(Held { _file: file })),
+            Ok(false) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            io::ErrorKind::WouldBlock => return Ok(None),
-            _ => return Err(CheckpointError::io(path)(err)),
+            Ok(false) => return Ok(None),
+            Err(err) => return Err(CheckpointError::io(path)(err)),
         }
     }
 }

@@ -2,15 +2,13 @@
 //! or deletes it, the store's directory name for a workspace, and paths in JSON (a
 //! checkpoint lives in the session file; a file name need not be UTF-8).
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{CheckpointError, Result};
 
 /// A path from git's NUL-separated output.
 pub(crate) fn from_bytes(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(OsStr::from_bytes(bytes))
+    platform::fs::path_from_bytes(bytes)
 }
 
 /// The NUL-separated records of git's `-z` output, without empty ones.
@@ -57,7 +55,7 @@ pub(crate) fn workspace_slug(workspace: &Path) -> String {
     let tail: String = chars[chars.len().saturating_sub(60)..].iter().collect();
     format!(
         "{tail}-{:08x}",
-        fnv1a(workspace.as_os_str().as_bytes()) as u32
+        fnv1a(&platform::fs::path_bytes(workspace)) as u32
     )
 }
 
@@ -87,7 +85,7 @@ pub(crate) mod serde_path {
     ) -> std::result::Result<S::Ok, S::Error> {
         match path.to_str() {
             Some(text) => s.serialize_str(text),
-            None => path.as_os_str().as_bytes().serialize(s),
+            None => platform::fs::path_bytes(path).serialize(s),
         }
     }
 

@@ -53,7 +53,8 @@ pub struct StorePruned {
 
 /// Prunes every store under `home` (`$CODING_AGENT_HOME`): `live_sessions` are the ids of
 /// every session that still exists (resumable sessions, and the running one even if its
-/// session file is not written yet); everything of other sessions goes, and a store whose
+/// session file is not written yet); the unsaved sessions of running processes
+/// ([`unsaved_session_id`]) are live too; everything of other sessions goes, and a store whose
 /// workspace no longer exists goes whole once none of its sessions is live. `budget` is the size
 /// allowed per workspace store ([`DEFAULT_BUDGET`]). Blocks for as long as git's garbage
 /// collection takes: run it in the background.
@@ -87,6 +88,20 @@ pub fn prune_with(
         reports.push(prune_store(program, &dir, &live, budget)?);
     }
     Ok(reports)
+}
+
+/// The store's name for the snapshots of a session that is not saved (`--no-session`): tied
+/// to this process, so that pruning by another process keeps them while this one runs.
+pub fn unsaved_session_id() -> String {
+    format!("unsaved-{}", std::process::id())
+}
+
+/// Whether `session` is the unsaved session of a process that still runs.
+fn running_unsaved(session: &str) -> bool {
+    session
+        .strip_prefix("unsaved-")
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .is_some_and(platform::process::pid_alive)
 }
 
 /// One checkpoint ref.
@@ -139,7 +154,7 @@ fn prune_store(
         .iter()
         .map(|r| r.session.clone())
         .chain(indexes.iter().cloned())
-        .filter(|s| !live.contains(s.as_str()))
+        .filter(|s| !live.contains(s.as_str()) && !running_unsaved(s))
         .collect();
     dead.sort();
     dead.dedup();

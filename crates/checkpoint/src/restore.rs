@@ -9,10 +9,8 @@
 //! symlink, so a legitimate restore always reaches its paths through real directories once
 //! the restore's own deletions (done first, deepest first) have run.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -199,7 +197,7 @@ impl Store {
         }
         let tmp = temp_name(&full);
         let result = if mode == SYMLINK {
-            std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(content), &tmp)
+            platform::fs::symlink(content, &tmp)
         } else {
             write_file(&tmp, content, mode == EXECUTABLE, current.as_ref())
         };
@@ -251,9 +249,9 @@ impl Store {
 fn already(full: &Path, meta: &fs::Metadata, mode: u32, content: &[u8]) -> bool {
     if mode == SYMLINK {
         return meta.file_type().is_symlink()
-            && fs::read_link(full).is_ok_and(|t| t.as_os_str().as_bytes() == content);
+            && fs::read_link(full).is_ok_and(|t| *platform::fs::path_bytes(&t) == *content);
     }
-    let executable = meta.permissions().mode() & 0o111 != 0;
+    let executable = platform::fs::is_executable(meta);
     meta.is_file()
         && meta.len() == content.len() as u64
         && executable == (mode == EXECUTABLE)
@@ -268,20 +266,10 @@ fn write_file(
     executable: bool,
     current: Option<&fs::Metadata>,
 ) -> std::io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(if executable { 0o777 } else { 0o666 })
-        .open(tmp)?;
+    let mut file = platform::fs::create_new_file(tmp, executable)?;
     file.write_all(content)?;
     if let Some(old) = current.filter(|m| m.is_file()) {
-        let bits = old.permissions().mode() & 0o7777;
-        let bits = if executable {
-            bits | ((bits & 0o444) >> 2)
-        } else {
-            bits & !0o111
-        };
-        file.set_permissions(fs::Permissions::from_mode(bits))?;
+        platform::fs::copy_permissions(&file, old, executable)?;
     }
     Ok(())
 }

@@ -15,7 +15,6 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -381,7 +380,7 @@ impl Store {
         if let Some((_, source)) = newest {
             let tmp = dir.join(format!(".seed-{}", std::process::id()));
             if fs::copy(&source, &tmp).is_ok() {
-                let _ = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600));
+                let _ = fs::File::open(&tmp).and_then(|f| platform::fs::make_private(&f));
                 fs::rename(&tmp, ours).map_err(CheckpointError::io(ours))?;
             }
         }
@@ -540,9 +539,15 @@ fn skipped_covers(skipped: &[Skipped], path: &Path) -> bool {
 
 /// Size and modification time in one number, to tell whether a skipped file changed.
 fn stamp(meta: &fs::Metadata) -> u64 {
-    (meta.mtime() as u64)
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    modified
+        .as_secs()
         .wrapping_mul(1_000_000_007)
-        .wrapping_add(meta.mtime_nsec() as u64)
+        .wrapping_add(u64::from(modified.subsec_nanos()))
         ^ meta.len().rotate_left(32)
 }
 
@@ -593,24 +598,23 @@ pub(crate) fn check_session(session: &str) -> Result<()> {
     }
 }
 
-/// Creates `dir` (0700); with `fix`, also makes an existing one private.
+/// Creates `dir` and its parents (private); with `fix`, also makes an existing one private.
 pub(crate) fn private_dir(dir: &Path, fix: bool) -> Result<()> {
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => {}
-        Err(e) => return Err(CheckpointError::io(dir)(e)),
-    }
-    if fix {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-            .map_err(CheckpointError::io(dir))?;
+    if !dir.is_dir() {
+        // Every directory made here is private, the missing parents too.
+        let first_missing = dir
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+            .last()
+            .unwrap_or(dir);
+        platform::fs::create_private_dirs(first_missing, dir).map_err(CheckpointError::io(dir))?;
+    } else if fix {
+        platform::fs::restrict_dir(dir).map_err(CheckpointError::io(dir))?;
     }
     Ok(())
 }
 
-/// Writes a small file of the store (0600) unless it already holds `content`; a temporary
+/// Writes a small file of the store (private) unless it already holds `content`; a temporary
 /// file renamed in place, so a reader never sees half of it.
 fn write_if_changed(path: &Path, content: &[u8]) -> Result<()> {
     if fs::read(path).is_ok_and(|old| old == content) {
@@ -619,11 +623,7 @@ fn write_if_changed(path: &Path, content: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent() {
         private_dir(parent, false)?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&tmp, content).map_err(CheckpointError::io(&tmp))?;
-    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
-        .map_err(CheckpointError::io(&tmp))?;
-    fs::rename(&tmp, path).map_err(CheckpointError::io(path))
+    platform::fs::write_private_atomic(path, content).map_err(CheckpointError::io(path))
 }
 
 /// The number of loose objects in the store.
@@ -659,7 +659,7 @@ pub(crate) fn dir_size(dir: &Path) -> Result<u64> {
             if meta.is_dir() {
                 stack.push(entry.path());
             } else {
-                total += meta.blocks() * 512;
+                total += platform::fs::disk_usage(&meta);
             }
         }
     }

@@ -357,6 +357,7 @@ mod tests {
         assert!(Checkpoint::merge(&[]).is_none());
     }
 
+    #[cfg(unix)]
     #[test]
     fn checkpoints_round_trip_through_json_even_with_non_utf8_names() {
         use std::os::unix::ffi::OsStrExt;

@@ -1,5 +1,8 @@
 //! Restoring paths as a snapshot has them: bytes, executable bits, symlinks as symlinks,
 //! never through a symlink out of the workspace, and only the given paths.
+//!
+//! Unix only: executable bits, symbolic links and inodes are what it checks.
+#![cfg(unix)]
 
 mod common;
 

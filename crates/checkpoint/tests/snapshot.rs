@@ -5,7 +5,6 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use checkpoint::{CheckpointError, Excludes, Limits, Resolution, SkipReason, Store, StoreOptions};
@@ -302,8 +301,10 @@ fn line_endings_and_attributes_never_change_the_bytes() {
     assert_eq!(f.read("x.dat"), b"raw\r\n");
 }
 
+#[cfg(unix)]
 #[test]
 fn the_store_is_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
     let f = Fixture::new();
     f.write("a.txt", "a\n");
     let store = f.store("s1");

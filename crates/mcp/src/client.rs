@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use platform::process::ProcessTree;
 use rmcp::RoleClient;
 use rmcp::service::{RunningService, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -16,19 +17,10 @@ use crate::config::{ServerConfig, Transport};
 
 pub(crate) type Service = RunningService<RoleClient, ()>;
 
-/// Kills a stdio server's whole process group when dropped: a restart, a failed start, the
-/// agent's exit. rmcp kills only the child it started, and only from a task that a runtime
-/// shutting down never runs; servers started by `npx` or `uv` are a tree of processes.
-pub(crate) struct GroupGuard(Option<i32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 1) {
-            // SAFETY: killpg only sends a signal; the group is the one our child leads.
-            unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        }
-    }
-}
+/// A stdio server's whole tree of processes, killed when dropped: a restart, a failed start,
+/// the agent's exit. rmcp kills only the child it started, and only from a task that a
+/// runtime shutting down never runs; servers started by `npx` or `uv` are a tree of processes.
+pub(crate) type GroupGuard = Option<ProcessTree>;
 
 /// A connected server, and the guard of its processes (none over HTTP).
 pub(crate) struct Connected {
@@ -97,7 +89,7 @@ pub(crate) async fn connect(
         Transport::Stdio { command, args } => stdio(config, launch, &command, &args, stderr).await,
         Transport::Http { url } => Ok(Connected {
             service: http(config, &url).await?,
-            _group: GroupGuard(None),
+            _group: None,
         }),
     }
 }
@@ -130,17 +122,29 @@ async fn stdio(
         let prepared = sandbox
             .prepare()
             .map_err(|e| format!("the sandbox could not be prepared: {e}"))?;
-        prepared.install(&mut command);
+        let mut confined = prepared.command(command.get_program(), command.get_args(), &cwd);
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => confined.env(key, value),
+                None => confined.env_remove(key),
+            };
+        }
+        command = confined;
     }
+    // A tree of its own: a terminal's Ctrl+C is for the agent, not for its servers, and the
+    // whole tree goes when the server does.
+    platform::process::isolate(&mut command);
     let mut command = tokio::process::Command::from(command);
-    // Its own process group: a terminal's Ctrl+C is for the agent, not for its servers.
-    command.process_group(0).kill_on_drop(true);
+    command.kill_on_drop(true);
     let (transport, err) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-    // Its own group (process_group(0)): the group id is its pid.
-    let group = GroupGuard(transport.id().and_then(|pid| i32::try_from(pid).ok()));
+    let group = match transport.id().map(ProcessTree::adopt_pid) {
+        Some(Ok(tree)) => Some(tree),
+        Some(Err(e)) => return Err(format!("cannot start `{program}`: {e}")),
+        None => None,
+    };
     if let Some(err) = err {
         let tail = stderr.clone();
         let reader = tokio::spawn(async move {

@@ -1,20 +1,12 @@
-//! The user's own decisions on disk, in `$CODING_AGENT_HOME`: a private directory (0700),
-//! files replaced whole or not at all (a temporary file in the same directory, renamed over
-//! the old one), mode 0600 whatever the umask, and one writer at a time.
-//!
-//! Modes are set explicitly after creating: a umask only takes bits away from the mode asked
-//! for, and an odd one such as 0777 would take the owner's too. Writers hold an advisory lock
-//! on `<file>.lock` from reading the file to renaming the new one in, so two agents that
-//! both add a rule keep both.
+//! The user's own decisions on disk, in `$CODING_AGENT_HOME`: a private directory, files
+//! replaced whole or not at all (a temporary file in the same directory, renamed over the old
+//! one), private whatever the umask (`platform::fs`), and one writer at a time: writers hold
+//! an advisory lock on `<file>.lock` from reading the file to renaming the new one in, so two
+//! agents that both add a rule keep both.
 
-use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
+use std::fs::{self, File, OpenOptions};
+use std::io;
 use std::path::{Path, PathBuf};
-
-pub(crate) const DIR_MODE: u32 = 0o700;
-pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// A failure of one of the stores in the home directory.
 #[derive(Debug, thiserror::Error)]
@@ -105,23 +97,11 @@ pub(crate) fn root_key(project_root: &Path) -> Result<String, StoreError> {
         })
 }
 
-/// Creates `dir` (and its missing parents, with the system's defaults) as 0700, or makes an
-/// existing one 0700 when it is open to group or others. A symbolic link is left alone.
+/// Creates `dir` (and its missing parents, with the system's defaults) as a private
+/// directory, or makes an existing one private when it is open to others. A symbolic link is
+/// left alone.
 pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)?;
-    }
-    match DirBuilder::new().mode(DIR_MODE).create(dir) {
-        Ok(()) => fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)),
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            let meta = fs::symlink_metadata(dir)?;
-            if meta.is_dir() && meta.permissions().mode() & 0o077 != 0 {
-                fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))?;
-            }
-            Ok(())
-        }
-        Err(err) => Err(err),
-    }
+    platform::fs::ensure_private_dir(dir)
 }
 
 /// The file's text, or `None` when it does not exist.
@@ -133,30 +113,10 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
     }
 }
 
-/// Replaces `path` with `text`: written to a temporary file beside it (0600), flushed to
+/// Replaces `path` with `text`: written to a private temporary file beside it, flushed to
 /// disk, then renamed over it, so a reader sees the old file or the new one, never half.
 pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), StoreError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or("store".into(), |n| n.to_string_lossy());
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .tempfile_in(dir)
-        .map_err(StoreError::io(dir))?;
-    let temp_path = temp.path().to_path_buf();
-    temp.as_file()
-        .set_permissions(Permissions::from_mode(FILE_MODE))
-        .map_err(StoreError::io(&temp_path))?;
-    temp.write_all(text.as_bytes())
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(StoreError::io(&temp_path))?;
-    temp.persist(path)
-        .map_err(|err| StoreError::io(path)(err.error))?;
-    // The rename itself is only durable once the directory is.
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(StoreError::io(dir))
+    platform::fs::write_private_atomic(path, text.as_bytes()).map_err(StoreError::io(path))
 }
 
 /// An exclusive lock on `<path>.lock`, held until dropped (or the process dies).
@@ -172,25 +132,21 @@ pub(crate) fn lock(path: &Path) -> Result<WriteLock, StoreError> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(FILE_MODE)
-        .open(&lock_path)
-        .map_err(StoreError::io(&lock_path))?;
-    file.set_permissions(Permissions::from_mode(FILE_MODE))
-        .map_err(StoreError::io(&lock_path))?;
-    loop {
-        // SAFETY: flock on a descriptor `file` owns and keeps open for the call; no memory
-        // is passed.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
-            return Ok(WriteLock { _file: file });
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(StoreError::io(&lock_path)(err));
-        }
-    }
+    let file = platform::fs::private(
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true),
+    )
+    .open(&lock_path)
+    .map_err(StoreError::io(&lock_path))?;
+    platform::fs::make_private(&file).map_err(StoreError::io(&lock_path))?;
+    platform::fs::lock(
+        &file,
+        platform::fs::Share::Exclusive,
+        platform::fs::Wait::Block,
+    )
+    .map_err(StoreError::io(&lock_path))?;
+    Ok(WriteLock { _file: file })
 }

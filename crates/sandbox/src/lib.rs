@@ -1,7 +1,7 @@
-//! What keeps the agent inside the lines the user drew: the sandbox policy and the kernel
-//! confinement of the commands it runs (Landlock, seccomp, mount namespaces; never the agent
-//! itself), the approval rules the user remembered, and which repositories the user trusts.
-//! No UI: questions for the user go out as agent events, through the host.
+//! What keeps the agent inside the lines the user drew: the sandbox policy and the
+//! confinement of the commands it runs (never the agent itself), the approval rules the user
+//! remembered, and which repositories the user trusts. No UI: questions for the user go out
+//! as agent events, through the host.
 //!
 //! - [`shell`] reads a bash command line into its simple commands, failing closed, and
 //!   [`is_known_read_only`] says whether every one of them is a read-only program.
@@ -10,32 +10,42 @@
 //! - [`trust`] remembers which repositories the user trusted, with a fingerprint of their
 //!   `.coding-agent/` (`$CODING_AGENT_HOME/trusted.toml`).
 //!
-//! Confinement (Linux):
+//! Confinement, one [`Policy`] for every system:
 //! - [`policy`]: [`SandboxMode`] and [`Policy`], what commands may write and whether they
 //!   may use the network; [`Policy::write_allowed`] applies the same rule to the agent's own
 //!   write and edit tools.
-//! - [`probe`]: what this kernel offers ([`probe()`] → [`Capabilities`]), a report for
+//! - [`probe`]: what this machine offers ([`probe()`] → [`Capabilities`]), a report for
 //!   `coding-agent doctor`, and the [`Summary`] of a policy (`sandbox: landlock+seccomp`).
 //! - [`confine`]: [`Sandbox`] (a policy and the capabilities) prepares a [`Prepared`]
-//!   confinement per command, installed into a `std::process::Command` and applied in the
-//!   child between fork and exec.
+//!   confinement per command, which makes the command to spawn.
+//! - Each system's backend: Landlock, seccomp and namespaces on Linux (`linux/`); a Seatbelt
+//!   profile run through `sandbox-exec` on macOS (`macos.rs`, with the profile generator
+//!   [`seatbelt`], which builds and is tested everywhere); none yet on Windows, which the
+//!   report and the summary say.
 //!
 //! `docs/sandbox.md` explains the tiers and what is not protected.
 
-mod child;
 pub mod confine;
 mod home_file;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
 pub mod policy;
 pub mod probe;
 pub mod rules;
+pub mod seatbelt;
 pub mod shell;
 pub mod trust;
 
-pub use child::Trial;
 pub use confine::{Confinement, Prepared, Sandbox, SandboxError};
 pub use home_file::StoreError;
+#[cfg(target_os = "linux")]
+pub use linux::child::Trial;
+#[cfg(target_os = "linux")]
+pub use linux::probe::Facts;
 pub use policy::{Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
-pub use probe::{Capabilities, Facts, Level, MountNs, ReportLine, Status, Summary, probe};
+pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
 pub use shell::{Hazard, ParseError, is_known_read_only};
 pub use trust::{Fingerprint, Trust, TrustStore, fingerprint, wants};

@@ -121,7 +121,11 @@ impl Policy {
         // /dev/shm is where POSIX shared memory and semaphores live (Python's
         // multiprocessing, test runners that fork workers): a temp dir in all but name.
         let mut temp_dirs: Vec<PathBuf> = Vec::new();
-        for dir in [std::env::temp_dir(), "/tmp".into(), "/dev/shm".into()] {
+        // `/tmp` and `/dev/shm` only where they exist (not on Windows; no `/dev/shm` on
+        // macOS).
+        let system: [PathBuf; 2] = ["/tmp".into(), "/dev/shm".into()];
+        let system = system.into_iter().filter(|d| d.is_dir());
+        for dir in std::iter::once(std::env::temp_dir()).chain(system) {
             let dir = resolve(&dir).unwrap_or(dir);
             if !temp_dirs.contains(&dir) {
                 temp_dirs.push(dir);
@@ -367,6 +371,7 @@ fn resolve_with(path: &Path, links: usize) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::os::unix::fs::symlink;
 
     /// A workspace in a directory outside the temp dirs (which are writable roots).
@@ -440,6 +445,7 @@ mod tests {
         assert!(!policy.write_allowed(&dir.path().join("ws/../escaped")));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlink_inside_pointing_outside_is_outside() {
         let (dir, ws) = workspace();
@@ -461,6 +467,7 @@ mod tests {
         assert!(policy.write_allowed(&ws.join("alias/file")));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlink_outside_pointing_inside_is_inside() {
         let (dir, ws) = workspace();
@@ -469,6 +476,7 @@ mod tests {
         assert!(policy.write_allowed(&dir.path().join("to-ws/file")));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlink_loop_is_refused() {
         let (_dir, ws) = workspace();
@@ -503,6 +511,7 @@ mod tests {
         assert_eq!(policy.git_redirects(), vec![ws.join(".git/commondir")]);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlink_into_a_protected_path_is_protected() {
         let (_dir, ws) = workspace();
@@ -582,6 +591,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_workspace_itself_is_resolved() {
         let (dir, ws) = workspace();

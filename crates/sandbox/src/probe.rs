@@ -1,21 +1,31 @@
-//! What the kernel offers for confining commands, found once at startup, and what that means
-//! for a policy, in words a user can act on.
+//! What this machine offers for confining commands, found once at startup ([`probe()`]), and
+//! what that means for a policy ([`Capabilities::summary`]), in words a user can act on.
 //!
-//! Probing is split in two so the wording can be tested for machines we do not have:
-//! [`Facts::gather`] collects raw facts (the Landlock ABI version or the errno of asking for
-//! it, the outcome of trying each mechanism in a throw-away forked child, a few `/proc/sys`
-//! and `/sys` files), and [`Capabilities::assess`], a pure function, turns facts into what
-//! can be used and a report (`coding-agent doctor` prints it line by line). Each mechanism is
-//! tried for real in a child rather than inferred from the kernel version: a container's
-//! seccomp profile, a disabled LSM or a sysctl can refuse what the version promises, and the
-//! agent's own process must never be the one that gets confined or namespaced.
+//! Each system has its own probe: Linux tries Landlock, seccomp and namespaces in throw-away
+//! children (`linux/probe.rs`), macOS runs a generated Seatbelt profile through
+//! `sandbox-exec` (`macos.rs`), Windows has no sandbox yet and says so. The report lines and
+//! the summary are shared, so `coding-agent doctor`, `/status` and the status line read the
+//! same on every system.
 
 use std::fmt;
 
-use crate::child::{self, MountPlan, Trial, UserNs};
 use crate::policy::{Policy, SandboxMode};
 
-/// How commands get their own mount namespace (for the read-only carve-outs).
+/// What confines commands on this system.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Landlock, seccomp and namespaces, applied in the command's child (Linux).
+    Linux,
+    /// A Seatbelt profile generated from the policy, run through `/usr/bin/sandbox-exec`
+    /// (macOS).
+    Seatbelt,
+    /// Nothing yet (Windows, other systems): commands run unconfined, and the approvals ask
+    /// before any command that is not known read-only.
+    #[default]
+    Unsupported,
+}
+
+/// How commands get their own mount namespace (for the read-only carve-outs; Linux).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MountNs {
     /// Not available: the carve-outs are missing.
@@ -25,41 +35,6 @@ pub enum MountNs {
     Plain,
     /// Through a user namespace: mapping the user to itself, or every id for root.
     User,
-}
-
-/// The raw facts the assessment works from; gathered by [`Facts::gather`], or made up by
-/// tests to stand for another machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Facts {
-    /// `/proc/sys/kernel/osrelease`, e.g. `6.1.0-18-amd64`.
-    pub kernel_release: String,
-    /// Whether the agent runs as root (effective uid 0).
-    pub root: bool,
-    /// `landlock_create_ruleset(NULL, 0, VERSION)`: the ABI version, or the errno.
-    pub landlock_abi: Result<u32, i32>,
-    /// Restricting a child with a Landlock ruleset.
-    pub landlock_restrict: Trial,
-    /// `/sys/kernel/security/lsm`, when readable (securityfs is often not mounted).
-    pub lsm: Option<String>,
-    /// Installing a seccomp filter in a child.
-    pub seccomp: Trial,
-    /// The `Seccomp:` field of `/proc/self/status`: 2 means the agent already runs under a
-    /// filter (a container's profile).
-    pub seccomp_mode: Option<u32>,
-    /// A container detected from `/.dockerenv`, `/run/.containerenv` or `/proc/1/cgroup`.
-    pub container: Option<String>,
-    /// `unshare(CLONE_NEWNS)` and a private `/` in a child (tried by root, when the user
-    /// namespace below fails).
-    pub mount_ns: Trial,
-    /// The same inside a new user namespace: mapping every id for root, the user itself
-    /// otherwise.
-    pub user_ns: Trial,
-    /// `/proc/sys/kernel/unprivileged_userns_clone` (Debian, Ubuntu kernels).
-    pub userns_clone: Option<String>,
-    /// `/proc/sys/user/max_user_namespaces`.
-    pub max_user_namespaces: Option<String>,
-    /// `/proc/sys/kernel/apparmor_restrict_unprivileged_userns` (Ubuntu 23.10+).
-    pub apparmor_userns: Option<String>,
 }
 
 /// How a line of the report reads: works, works with a limit, or missing.
@@ -88,15 +63,23 @@ impl fmt::Display for ReportLine {
     }
 }
 
+pub(crate) fn line(report: &mut Vec<ReportLine>, status: Status, text: String) {
+    report.push(ReportLine { status, text });
+}
+
 /// What can be used to confine commands on this machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Capabilities {
-    /// The Landlock ABI version, when Landlock can restrict a process.
+    /// The system's kind of sandbox.
+    pub backend: Backend,
+    /// Linux: the Landlock ABI version, when Landlock can restrict a process.
     pub landlock_abi: Option<u32>,
-    /// Whether seccomp filters can be installed.
+    /// Linux: whether seccomp filters can be installed.
     pub seccomp: bool,
-    /// How commands can get a mount namespace.
+    /// Linux: how commands can get a mount namespace.
     pub mount_ns: MountNs,
+    /// macOS: whether `sandbox-exec` ran a generated profile.
+    pub seatbelt: bool,
     /// What works and what does not, and why.
     pub report: Vec<ReportLine>,
 }
@@ -106,7 +89,7 @@ pub struct Capabilities {
 pub enum Level {
     /// `danger-full-access`: confinement is off on purpose.
     Off,
-    /// Everything the policy asks for is enforced by the kernel.
+    /// Everything the policy asks for is enforced.
     Full,
     /// Some of it is; [`Summary::missing`] says what is not.
     Partial,
@@ -118,7 +101,7 @@ pub enum Level {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Summary {
     pub level: Level,
-    /// The mechanisms in use: `landlock`, `seccomp`, `mountns`.
+    /// The mechanisms in use: `landlock`, `seccomp`, `mountns`, `seatbelt`.
     pub layers: Vec<&'static str>,
     /// What the policy asks for that is not enforced, one sentence each.
     pub missing: Vec<String>,
@@ -126,197 +109,41 @@ pub struct Summary {
     pub label: String,
 }
 
-/// The first kernel with Landlock.
-const LANDLOCK_KERNEL: (u32, u32) = (5, 13);
-
-/// What an older Landlock ABI leaves out, with the ABI and kernel that bring it.
-const LANDLOCK_GAPS: &[(u32, &str)] = &[
-    (
-        2,
-        "moving or linking a file into another directory always fails (EXDEV) \
-         (needs Landlock ABI 2, Linux 5.19)",
-    ),
-    (
-        3,
-        "truncate(2) of files outside the writable paths is not blocked \
-         (needs Landlock ABI 3, Linux 6.2)",
-    ),
-    (
-        5,
-        "ioctl(2) on device files is not restricted (needs Landlock ABI 5, Linux 6.10)",
-    ),
-];
-
-/// Probes this machine: [`Facts::gather`] then [`Capabilities::assess`]. Forks a few short
-/// children; takes a few milliseconds. Call once at startup.
+/// Probes this machine once (a few milliseconds: Linux forks a few short children, macOS
+/// runs `sandbox-exec` on a profile). Call once at startup.
 pub fn probe() -> Capabilities {
-    Capabilities::assess(&Facts::gather())
-}
-
-impl Facts {
-    /// Gathers the facts of this machine, trying each mechanism in a forked child.
-    pub fn gather() -> Facts {
-        let root = child::effective_ids().0 == 0;
-        let landlock_abi = landlock_version();
-        let landlock_restrict = if landlock_abi.is_ok() {
-            try_landlock()
-        } else {
-            Trial::NotTried
-        };
-        // Root first tries a user namespace mapping every id (commands then hold root's
-        // capabilities only there), and the plain mount namespace only if that fails; any
-        // other user needs a user namespace mapping itself.
-        let (uid, gid) = child::effective_ids();
-        let user_plan = MountPlan {
-            user_ns: Some(if root {
-                UserNs::All
-            } else {
-                UserNs::Own {
-                    uid_map: child::self_map(uid),
-                    gid_map: child::self_map(gid),
-                }
-            }),
-            ..MountPlan::default()
-        };
-        let user_ns = child::trial(|| child::enter_mount_namespace(&user_plan));
-        let mount_ns = if root && user_ns != Trial::Works {
-            child::trial(|| child::enter_mount_namespace(&MountPlan::default()))
-        } else {
-            Trial::NotTried
-        };
-        Facts {
-            kernel_release: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_default(),
-            root,
-            landlock_abi,
-            landlock_restrict,
-            lsm: read_trimmed("/sys/kernel/security/lsm"),
-            seccomp: try_seccomp(),
-            seccomp_mode: read_trimmed("/proc/self/status").and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Seccomp:"))
-                    .and_then(|v| v.trim().parse().ok())
-            }),
-            container: detect_container(),
-            mount_ns,
-            user_ns,
-            userns_clone: read_trimmed("/proc/sys/kernel/unprivileged_userns_clone"),
-            max_user_namespaces: read_trimmed("/proc/sys/user/max_user_namespaces"),
-            apparmor_userns: read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
-        }
-    }
-
-    /// The kernel's major and minor version, if the release string has them.
-    fn kernel_version(&self) -> Option<(u32, u32)> {
-        let mut parts = self
-            .kernel_release
-            .split(|c: char| !c.is_ascii_digit())
-            .map(str::parse::<u32>);
-        match (parts.next(), parts.next()) {
-            (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor)),
-            _ => None,
-        }
-    }
-
-    /// Whether a refusal may come from a container's seccomp profile.
-    fn contained(&self) -> bool {
-        self.container.is_some() || self.seccomp_mode == Some(2)
-    }
-}
-
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn landlock_version() -> Result<u32, i32> {
-    // SAFETY: with a null attribute and size 0, the VERSION flag only returns a number.
-    let version = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            child::LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    if version < 0 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ENOSYS))
-    } else {
-        Ok(u32::try_from(version).unwrap_or(0))
-    }
-}
-
-/// Restricts a child with a small real ruleset: the kernel may answer the version query yet
-/// refuse `landlock_restrict_self` (a seccomp profile that filters it).
-fn try_landlock() -> Trial {
-    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr};
-    use std::os::fd::{AsRawFd, OwnedFd};
-    let fd: Option<OwnedFd> = match Ruleset::default()
-        .handle_access(AccessFs::from_all(ABI::V1))
-        .and_then(|r| r.create())
-    {
-        Ok(created) => created.into(),
-        Err(_) => None,
-    };
-    let Some(fd) = fd else {
-        return Trial::Errno(libc::EOPNOTSUPP);
-    };
-    let raw = fd.as_raw_fd();
-    child::trial(|| {
-        child::no_new_privs()?;
-        child::landlock_restrict_self(raw)
-    })
-}
-
-/// Installs an allow-everything filter in a child.
-fn try_seccomp() -> Trial {
-    let Ok(program) = crate::confine::allow_all_filter() else {
-        return Trial::Errno(libc::EINVAL);
-    };
-    child::trial(|| {
-        child::no_new_privs()?;
-        child::seccomp_set_filter(&program)
-    })
-}
-
-fn detect_container() -> Option<String> {
-    if std::path::Path::new("/.dockerenv").exists() {
-        return Some("docker".into());
-    }
-    if std::path::Path::new("/run/.containerenv").exists() {
-        return Some("podman".into());
-    }
-    let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
-    ["docker", "kubepods", "containerd", "lxc", "libpod"]
-        .into_iter()
-        .find(|kind| cgroup.contains(kind))
-        .map(str::to_string)
-}
-
-fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno).to_string()
+    #[cfg(target_os = "linux")]
+    let capabilities = crate::linux::probe::probe();
+    #[cfg(target_os = "macos")]
+    let capabilities = crate::macos::probe();
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    let capabilities = Capabilities::unsupported(platform::SYSTEM);
+    capabilities
 }
 
 impl Capabilities {
-    /// Nothing available (no probe run, or not Linux).
+    /// Nothing available (no probe run).
     pub fn none() -> Capabilities {
         Capabilities::default()
     }
 
-    /// Decides from `facts` what can be used and words the report. Pure: tests feed it the
-    /// facts of machines they are not running on.
-    pub fn assess(facts: &Facts) -> Capabilities {
+    /// A system with no sandbox for commands (Windows): the report says so, and what the
+    /// agent does instead.
+    pub fn unsupported(system: &str) -> Capabilities {
         let mut report = Vec::new();
-        let landlock_abi = assess_landlock(facts, &mut report);
-        let seccomp = assess_seccomp(facts, &mut report);
-        let mount_ns = assess_mount(facts, &mut report);
+        line(
+            &mut report,
+            Status::Missing,
+            format!(
+                "no sandbox for commands on {system} yet: commands run with your rights, so the \
+                 agent asks before any command that is not known read-only (unless you choose \
+                 --sandbox danger-full-access; with -a never such commands are refused)"
+            ),
+        );
         Capabilities {
-            landlock_abi,
-            seccomp,
-            mount_ns,
+            backend: Backend::Unsupported,
             report,
+            ..Capabilities::default()
         }
     }
 
@@ -330,6 +157,47 @@ impl Capabilities {
                 label: "sandbox: off".into(),
             };
         }
+        let (layers, missing) = match self.backend {
+            Backend::Linux => self.linux_layers(policy),
+            Backend::Seatbelt if self.seatbelt => (vec!["seatbelt"], Vec::new()),
+            Backend::Seatbelt => (
+                Vec::new(),
+                vec![
+                    "Seatbelt (sandbox-exec) does not work here: commands can write wherever \
+                     your user can and use the network"
+                        .to_string(),
+                ],
+            ),
+            Backend::Unsupported => (
+                Vec::new(),
+                vec![format!(
+                    "no sandbox on {}: commands can write wherever your user can and use \
+                     the network",
+                    platform::SYSTEM
+                )],
+            ),
+        };
+        let level = if layers.is_empty() {
+            Level::None
+        } else if missing.is_empty() {
+            Level::Full
+        } else {
+            Level::Partial
+        };
+        let label = match level {
+            Level::None => "sandbox: none".to_string(),
+            Level::Partial => format!("sandbox: {} (partial)", layers.join("+")),
+            _ => format!("sandbox: {}", layers.join("+")),
+        };
+        Summary {
+            level,
+            layers,
+            missing,
+            label,
+        }
+    }
+
+    fn linux_layers(&self, policy: &Policy) -> (Vec<&'static str>, Vec<String>) {
         let mut layers = Vec::new();
         let mut missing = Vec::new();
         match self.landlock_abi {
@@ -368,242 +236,90 @@ impl Capabilities {
                 layers.push("mountns");
             }
         }
-        let level = if layers.is_empty() {
-            Level::None
-        } else if missing.is_empty() {
-            Level::Full
-        } else {
-            Level::Partial
-        };
-        let label = match level {
-            Level::None => "sandbox: none".to_string(),
-            Level::Partial => format!("sandbox: {} (partial)", layers.join("+")),
-            _ => format!("sandbox: {}", layers.join("+")),
-        };
-        Summary {
-            level,
-            layers,
-            missing,
-            label,
-        }
+        (layers, missing)
     }
 }
 
-fn line(report: &mut Vec<ReportLine>, status: Status, text: String) {
-    report.push(ReportLine { status, text });
-}
-
-fn assess_landlock(facts: &Facts, report: &mut Vec<ReportLine>) -> Option<u32> {
-    let kernel = facts.kernel_version();
-    let abi = match facts.landlock_abi {
-        Ok(abi) if abi > 0 => abi,
-        Ok(_) | Err(libc::ENOSYS) => {
-            let text = match kernel {
-                Some(k) if k < LANDLOCK_KERNEL => format!(
-                    "Landlock not available: kernel {}.{} < {}.{}",
-                    k.0, k.1, LANDLOCK_KERNEL.0, LANDLOCK_KERNEL.1
-                ),
-                _ if facts.contained() => "Landlock not available: the landlock system calls \
-                     are missing (the container's seccomp profile hides them, or the kernel \
-                     was built without CONFIG_SECURITY_LANDLOCK)"
-                    .to_string(),
-                _ => "Landlock not available: the kernel was built without it \
-                      (CONFIG_SECURITY_LANDLOCK)"
-                    .to_string(),
-            };
-            line(report, Status::Missing, text);
-            return None;
-        }
-        Err(libc::EOPNOTSUPP) => {
-            let text = match &facts.lsm {
-                Some(list) => format!(
-                    "Landlock disabled: not in the kernel's LSM list \
-                     (/sys/kernel/security/lsm: {list}); add landlock to the lsm= boot parameter"
-                ),
-                None => "Landlock disabled: built into the kernel but not enabled at boot; \
-                         add landlock to the lsm= boot parameter"
-                    .to_string(),
-            };
-            line(report, Status::Missing, text);
-            return None;
-        }
-        Err(errno) => {
-            let why = if facts.contained() {
-                " (the container's seccomp profile blocks it)"
-            } else {
-                ""
-            };
-            line(
-                report,
-                Status::Missing,
-                format!("Landlock refused: {}{why}", errno_text(errno)),
-            );
-            return None;
-        }
-    };
-    match facts.landlock_restrict {
-        Trial::Works | Trial::NotTried => {}
-        Trial::Errno(errno) => {
-            let why = if facts.contained() {
-                " (the container's seccomp profile blocks landlock_restrict_self)"
-            } else {
-                ""
-            };
-            line(
-                report,
-                Status::Missing,
-                format!(
-                    "Landlock ABI {abi} is there but restricting a process failed: {}{why}",
-                    errno_text(errno)
-                ),
-            );
-            return None;
-        }
-        Trial::Signal(signal) => {
-            line(
-                report,
-                Status::Missing,
-                format!(
-                    "Landlock ABI {abi} is there but a test process was killed by signal \
-                     {signal} when restricted"
-                ),
-            );
-            return None;
-        }
-    }
-    line(
-        report,
-        Status::Ok,
-        format!(
-            "Landlock ABI {abi}: commands read everywhere and write only where the policy \
-             allows"
-        ),
-    );
-    for (_, gap) in LANDLOCK_GAPS.iter().filter(|(needs, _)| abi < *needs) {
-        line(
-            report,
-            Status::Limited,
-            format!("Landlock ABI {abi}: {gap}"),
-        );
-    }
-    Some(abi)
-}
-
-fn assess_seccomp(facts: &Facts, report: &mut Vec<ReportLine>) -> bool {
-    let text = match facts.seccomp {
-        Trial::Works | Trial::NotTried => {
-            line(
-                report,
-                Status::Ok,
-                "seccomp filters work: with the network off, commands cannot open \
-                 non-Unix sockets"
-                    .to_string(),
-            );
-            return true;
-        }
-        Trial::Errno(libc::EINVAL) if !facts.contained() => {
-            "seccomp not available: the kernel was built without seccomp filters \
-             (CONFIG_SECCOMP_FILTER); the network cannot be turned off for commands"
-                .to_string()
-        }
-        Trial::Errno(_) if facts.contained() => {
-            "seccomp refused: the container's seccomp profile blocks it; the network cannot be \
-             turned off for commands (allow seccomp(2) in the container's profile)"
-                .to_string()
-        }
-        Trial::Errno(errno) => format!(
-            "seccomp refused: {}; the network cannot be turned off for commands",
-            errno_text(errno)
-        ),
-        Trial::Signal(signal) => format!(
-            "seccomp refused: a test process was killed by signal {signal}; the network \
-             cannot be turned off for commands"
-        ),
-    };
-    line(report, Status::Missing, text);
-    false
-}
-
-/// Why the user namespace trial failed, in words a user can act on.
-fn userns_reason(facts: &Facts) -> String {
-    match facts.user_ns {
-        // These two only hold back users that are not root.
-        _ if !facts.root && facts.userns_clone.as_deref() == Some("0") => {
-            "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0; \
-             set it to 1 with sysctl)"
-                .to_string()
-        }
-        _ if !facts.root && facts.apparmor_userns.as_deref() == Some("1") => {
-            "AppArmor restricts unprivileged user namespaces \
-             (kernel.apparmor_restrict_unprivileged_userns=1; allow it with an AppArmor \
-             profile for coding-agent or set the sysctl to 0)"
-                .to_string()
-        }
-        _ if facts.max_user_namespaces.as_deref() == Some("0") => {
-            "user namespaces are disabled (user.max_user_namespaces=0)".to_string()
-        }
-        Trial::Errno(libc::EINVAL) => {
-            "the kernel was built without user namespaces (CONFIG_USER_NS)".to_string()
-        }
-        Trial::Errno(libc::EPERM | libc::EACCES | libc::ENOSYS) if facts.contained() => {
-            "the container's seccomp profile or missing CAP_SYS_ADMIN blocks unshare(2)".to_string()
-        }
-        Trial::Errno(errno) => format!(
-            "unshare(CLONE_NEWUSER|CLONE_NEWNS) failed: {}",
-            errno_text(errno)
-        ),
-        Trial::Signal(signal) => format!("a test process was killed by signal {signal}"),
-        Trial::Works | Trial::NotTried => "not tried".to_string(),
-    }
-}
-
-fn assess_mount(facts: &Facts, report: &mut Vec<ReportLine>) -> MountNs {
-    const NEEDS: &str = "read-only .git/hooks, .git/config and .coding-agent/ need mount \
-                         namespaces";
-    if facts.user_ns == Trial::Works {
-        let text = if facts.root {
-            "user and mount namespaces work: .git/hooks, .git/config and .coding-agent/ are \
-             read-only for commands, and root's commands hold its capabilities only in their \
-             own user namespace"
-        } else {
-            "mount namespaces work through an unprivileged user namespace: .git/hooks, \
-             .git/config and .coding-agent/ are read-only for commands"
-        };
-        line(report, Status::Ok, text.to_string());
-        return MountNs::User;
-    }
-    if facts.mount_ns == Trial::Works {
-        line(
-            report,
-            Status::Ok,
-            "mount namespaces work (as root): .git/hooks, .git/config and .coding-agent/ are \
-             read-only for commands"
-                .to_string(),
-        );
-        line(
-            report,
-            Status::Limited,
-            format!(
-                "no user namespace for root's commands ({}): they keep root's capabilities \
-                 and can read other processes' /proc/<pid>/environ",
-                userns_reason(facts)
-            ),
-        );
-        return MountNs::Plain;
-    }
-    let userns_why = userns_reason(facts);
-    let text = match facts.mount_ns {
-        Trial::Errno(errno) => format!(
-            "{NEEDS}: unshare(CLONE_NEWNS) failed as root ({}; the container lacks \
-             CAP_SYS_ADMIN or its seccomp profile blocks unshare), and through a user \
-             namespace: {userns_why}",
-            errno_text(errno)
-        ),
-        _ => format!("{NEEDS}: {userns_why}"),
-    };
-    line(report, Status::Missing, text);
-    MountNs::None
-}
+/// What an older Landlock ABI leaves out, with the ABI and kernel that bring it.
+pub(crate) const LANDLOCK_GAPS: &[(u32, &str)] = &[
+    (
+        2,
+        "moving or linking a file into another directory always fails (EXDEV) \
+         (needs Landlock ABI 2, Linux 5.19)",
+    ),
+    (
+        3,
+        "truncate(2) of files outside the writable paths is not blocked \
+         (needs Landlock ABI 3, Linux 6.2)",
+    ),
+    (
+        5,
+        "ioctl(2) on device files is not restricted (needs Landlock ABI 5, Linux 6.10)",
+    ),
+];
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn policy(mode: SandboxMode) -> Policy {
+        Policy::new(mode, Path::new("/"), &[], None)
+    }
+
+    #[test]
+    fn report_lines_print_with_their_status() {
+        let line = ReportLine {
+            status: Status::Missing,
+            text: "seccomp refused".into(),
+        };
+        assert_eq!(line.to_string(), "no   seccomp refused");
+        let ok = ReportLine {
+            status: Status::Ok,
+            text: "Landlock ABI 7".into(),
+        };
+        assert_eq!(ok.to_string(), "ok   Landlock ABI 7");
+    }
+
+    #[test]
+    fn a_system_without_a_sandbox_says_so_and_confines_nothing() {
+        let caps = Capabilities::unsupported("Windows");
+        assert_eq!(caps.report.len(), 1);
+        assert_eq!(caps.report[0].status, Status::Missing);
+        assert!(
+            caps.report[0]
+                .text
+                .contains("no sandbox for commands on Windows")
+                && caps.report[0].text.contains("asks before any command"),
+            "{}",
+            caps.report[0]
+        );
+        let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite));
+        assert_eq!(summary.level, Level::None);
+        assert_eq!(summary.label, "sandbox: none");
+        assert_eq!(summary.missing.len(), 1, "{:?}", summary.missing);
+        let off = caps.summary(&policy(SandboxMode::DangerFullAccess));
+        assert_eq!(off.level, Level::Off);
+    }
+
+    #[test]
+    fn seatbelt_is_the_whole_sandbox_on_macos_or_nothing() {
+        let works = Capabilities {
+            backend: Backend::Seatbelt,
+            seatbelt: true,
+            ..Capabilities::default()
+        };
+        for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+            let summary = works.summary(&policy(mode));
+            assert_eq!(summary.level, Level::Full);
+            assert_eq!(summary.label, "sandbox: seatbelt");
+        }
+        let broken = Capabilities {
+            seatbelt: false,
+            ..works
+        };
+        let summary = broken.summary(&policy(SandboxMode::WorkspaceWrite));
+        assert_eq!(summary.level, Level::None);
+        assert!(summary.missing[0].contains("sandbox-exec"));
+    }
+}

@@ -26,7 +26,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -96,7 +95,7 @@ pub fn fingerprint(root: &Path) -> Fingerprint {
             if kind.is_symlink() {
                 field(&mut hasher, b"link");
                 let target = fs::read_link(entry.path()).unwrap_or_default();
-                field(&mut hasher, target.as_os_str().as_bytes());
+                field(&mut hasher, &platform::fs::path_bytes(&target));
                 // What a loader reading this path gets.
                 if fs::metadata(entry.path()).is_ok_and(|m| m.is_file()) {
                     content(&mut hasher, entry.path());
@@ -118,11 +117,7 @@ pub fn fingerprint(root: &Path) -> Fingerprint {
 }
 
 fn relative(dir: &Path, path: &Path) -> Vec<u8> {
-    path.strip_prefix(dir)
-        .unwrap_or(path)
-        .as_os_str()
-        .as_bytes()
-        .to_vec()
+    platform::fs::path_bytes(path.strip_prefix(dir).unwrap_or(path)).into_owned()
 }
 
 /// A length-prefixed field, so that no two different sequences hash the same bytes.

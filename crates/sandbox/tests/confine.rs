@@ -3,6 +3,9 @@
 //!
 //! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
 //! (`scenarios_hold_as_nobody`), where the carve-outs go through a user namespace.
+//!
+//! Linux's backend; macOS's is run by `seatbelt_run.rs`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -1,6 +1,5 @@
 //! Project context: the `AGENTS.md` (or `CLAUDE.md`) files the model should follow.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::Home;
@@ -26,10 +25,7 @@ pub struct ProjectContext {
 /// the root decides whose `.coding-agent/` and `AGENTS.md` apply, so a root found at or above
 /// such a directory would let another user configure the agent in every directory below it.
 pub fn repository_root(cwd: &Path) -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
-    repository_root_within(cwd, home.as_deref())
+    repository_root_within(cwd, platform::fs::home_dir().as_deref())
 }
 
 /// [`repository_root`] with the user's home given (tests pass a fake one).
@@ -47,7 +43,7 @@ fn repository_root_within(cwd: &Path, home: Option<&Path>) -> PathBuf {
     for dir in cwd.ancestors() {
         // A directory that cannot be examined counts as open to all: the search fails closed.
         let open_to_all =
-            std::fs::metadata(dir).map_or(true, |meta| meta.permissions().mode() & 0o002 != 0);
+            std::fs::metadata(dir).map_or(true, |meta| platform::fs::writable_by_everyone(&meta));
         if open_to_all {
             break;
         }
@@ -224,11 +220,13 @@ mod tests {
     }
 
     /// Makes `dir` writable by everyone, with the sticky bit, as `/tmp` is.
+    #[cfg(unix)]
     fn open_to_all(dir: &Path) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_git_in_a_world_writable_directory_is_no_root() {
         let tmp = tempfile::tempdir().unwrap();
@@ -279,6 +277,7 @@ mod tests {
         assert_eq!(repository_root_within(&elsewhere, None), outer);
     }
 
+    #[cfg(unix)]
     #[test]
     fn home_is_compared_in_canonical_form_too() {
         let tmp = tempfile::tempdir().unwrap();

@@ -1,31 +1,13 @@
-//! Ids, UTC timestamps and directory slugs, without pulling a date or random crate for three
-//! small functions.
+//! Ids, UTC timestamps and directory slugs, without pulling a date crate for two small
+//! functions.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+pub(crate) use platform::ids::random_hex;
 
 /// Entry ids, hashed with foldhash: a long session's load hashes a hundred thousand of them
 /// (SipHash was a fifth of the time), and they come from our own files, so a hasher that
 /// resists crafted collisions buys nothing here.
 pub(crate) type IdSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
 pub(crate) type IdIndex = std::collections::HashMap<String, usize, foldhash::fast::RandomState>;
-
-/// `len` random hex digits. `RandomState` is seeded from the OS per process; a counter keeps
-/// ids of the same process apart.
-pub(crate) fn random_hex(len: usize) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut out = String::with_capacity(len + 16);
-    while out.len() < len {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        hasher.write_u128(now_nanos());
-        out.push_str(&format!("{:016x}", hasher.finish()));
-    }
-    out.truncate(len);
-    out
-}
 
 /// Digits of an entry id. 16 hex digits (64 bits) make a collision in a 100,000-entry file
 /// about one in 10^9 (8 digits: one in two); [`unique_id`] rules out the rest.
@@ -43,13 +25,6 @@ fn unique_from(taken: &mut IdSet, mut next: impl FnMut() -> String) -> String {
             return id;
         }
     }
-}
-
-fn now_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
 
 /// Milliseconds since the epoch as RFC 3339 UTC, e.g. `2025-03-04T05:06:07.089Z`.
@@ -115,16 +90,6 @@ mod tests {
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
         assert_eq!(rfc3339(4_102_444_800_000), "2100-01-01T00:00:00.000Z");
-    }
-
-    #[test]
-    fn ids_are_hex_and_distinct() {
-        let a = random_hex(8);
-        let b = random_hex(8);
-        assert_eq!(a.len(), 8);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
-        assert_eq!(random_hex(20).len(), 20);
     }
 
     #[test]

@@ -9,24 +9,18 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::Home;
-use crate::private::DIR_MODE;
 
 /// The spill directory of a session file: its path with `.jsonl` replaced by `.spill`.
 pub fn spill_dir(session_file: &Path) -> PathBuf {
     session_file.with_extension("spill")
 }
 
-/// Creates the spill directory of `session_file` (0700, like every directory under
+/// Creates the spill directory of `session_file` (private, like every directory under
 /// `sessions/`) and returns its path. The session file's directory must exist.
 pub fn create_spill_dir(session_file: &Path) -> io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir = spill_dir(session_file);
-    match fs::DirBuilder::new().mode(DIR_MODE).create(&dir) {
-        Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
-        Err(err) => return Err(err),
-    }
-    fs::set_permissions(&dir, fs::Permissions::from_mode(DIR_MODE))?;
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    platform::fs::create_private_dirs(parent, &dir)?;
     Ok(dir)
 }
 

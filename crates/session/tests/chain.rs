@@ -217,6 +217,7 @@ fn latest_session_reports_what_it_cannot_read() {
     assert!(err.to_string().contains(&*dir.to_string_lossy()), "{err}");
 }
 
+#[cfg(unix)]
 #[test]
 fn spill_dirs_sit_beside_their_session_and_orphans_are_pruned() {
     let tmp = tempfile::tempdir().unwrap();

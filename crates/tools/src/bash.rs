@@ -1,7 +1,8 @@
-//! `bash`: run a shell command in its own process group, stream its output, and make sure
-//! nothing it started outlives an abort or a timeout. With a sandbox, each command (and
-//! everything it starts) is confined by the kernel before it runs; the model may ask to run
-//! one outside it (`escalate`), which the host approves first.
+//! `bash`: run a shell command as a tree of processes of its own (`platform::process`),
+//! stream its output, and make sure nothing it started outlives an abort or a timeout. The
+//! shell is bash (Git Bash on Windows), else the system's (`platform::shell`). With a
+//! sandbox, each command (and everything it starts) is confined before it runs; the model may
+//! ask to run one outside it (`escalate`), which the host approves first.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -14,10 +15,12 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
+use platform::process::ProcessTree;
+use platform::shell::{Shell, ShellKind};
+
 use crate::args::{bool_arg, required_str, usize_arg};
 use crate::spill::{DEFAULT_SPILL_CAP, SpillDir, SpillFile};
 use crate::truncate::{MAX_BYTES, MAX_LINES, tail};
-use crate::watchdog;
 
 /// Time between partial-output updates.
 const UPDATE_EVERY: Duration = Duration::from_millis(100);
@@ -81,6 +84,8 @@ pub fn key_env_vars(registry: &llm::Registry, extra: &[String]) -> Vec<String> {
 pub struct BashTool {
     cwd: PathBuf,
     options: BashOptions,
+    shell: &'static Shell,
+    description: String,
 }
 
 impl BashTool {
@@ -90,8 +95,38 @@ impl BashTool {
     }
 
     pub fn with_options(cwd: PathBuf, options: BashOptions) -> Self {
-        Self { cwd, options }
+        let shell = Shell::detect();
+        Self {
+            cwd,
+            options,
+            shell,
+            description: description(shell),
+        }
     }
+}
+
+/// The tool's description, naming the shell that runs the commands.
+pub fn description(shell: &Shell) -> String {
+    let shell_line = match shell.kind {
+        ShellKind::Bash | ShellKind::Posix => format!(
+            "Run a {} command in the working directory (stdin is empty; no TTY).",
+            shell.name()
+        ),
+        ShellKind::PowerShell => "Run a PowerShell command in the working directory (this is \
+             Windows without Git Bash: write PowerShell, not bash; stdin is empty; no \
+             console)."
+            .to_string(),
+    };
+    format!(
+        "{shell_line} Returns stdout and stderr together; beyond 2000 lines or 50 KB only the \
+         end is shown and the full output is saved to a file whose path is given. A non-zero \
+         exit code is an error. `timeout` is in seconds (none by default); on timeout or \
+         abort the command and everything it started is killed. Commands may run in a \
+         sandbox that limits where they write and whether they reach the network; when one \
+         fails because of it, the result says what is allowed. Only then, and only if the \
+         task needs it, set `escalate` to true with a one-line `justification`: the user is \
+         asked to approve running that command outside the sandbox."
+    )
 }
 
 #[async_trait]
@@ -105,15 +140,7 @@ impl Tool for BashTool {
     }
 
     fn description(&self) -> &str {
-        "Run a bash command in the working directory (stdin is empty; no TTY). Returns stdout \
-         and stderr together; beyond 2000 lines or 50 KB only the end is shown and the full \
-         output is saved to a file whose path is given. A non-zero exit code is an error. \
-         `timeout` is in seconds (none by default); on timeout or abort the command and \
-         everything it started is killed. Commands may run in a sandbox that limits where \
-         they write and whether they reach the network; when one fails because of it, the \
-         result says what is allowed. Only then, and only if the task needs it, set \
-         `escalate` to true with a one-line `justification`: the user is asked to approve \
-         running that command outside the sandbox."
+        &self.description
     }
 
     fn parameters(&self) -> Value {
@@ -142,9 +169,17 @@ impl Tool for BashTool {
         } else {
             self.options.sandbox.as_deref()
         };
-        run(&self.cwd, &self.options, sandbox, command, timeout, &ctx)
-            .await
-            .map_err(ToolError)
+        run(
+            &self.cwd,
+            &self.options,
+            self.shell,
+            sandbox,
+            command,
+            timeout,
+            &ctx,
+        )
+        .await
+        .map_err(ToolError)
     }
 }
 
@@ -155,36 +190,19 @@ enum End {
     Aborted,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run(
     cwd: &std::path::Path,
     options: &BashOptions,
+    shell: &Shell,
     sandbox: Option<&sandbox::Sandbox>,
     command: &str,
     timeout: Option<Duration>,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, String> {
     let started = Instant::now();
-    let shell = if std::path::Path::new("/bin/bash").exists() {
-        "/bin/bash"
-    } else {
-        "/bin/sh"
-    };
-    let mut shell_command = Command::new(shell);
-    shell_command
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Pagers would wait for a terminal that is not there.
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .process_group(0);
-    for name in &options.hidden_env {
-        shell_command.env_remove(name);
-    }
-    let confinement = match sandbox {
+    let args = shell.args(command);
+    let (std_command, confinement) = match sandbox {
         Some(sandbox) => {
             let prepared = sandbox.prepare().map_err(|e| {
                 format!("The sandbox could not be prepared ({e}); the command did not run.")
@@ -194,11 +212,30 @@ async fn run(
                 left_out: prepared.left_out().to_vec(),
                 sandbox,
             };
-            prepared.install(shell_command.as_std_mut());
-            Some(confinement)
+            (
+                prepared.command(&shell.program, &args, cwd),
+                Some(confinement),
+            )
         }
-        None => None,
+        None => {
+            let mut plain = std::process::Command::new(&shell.program);
+            plain.args(&args).current_dir(cwd);
+            (plain, None)
+        }
     };
+    let mut shell_command = Command::from(std_command);
+    shell_command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Pagers would wait for a terminal that is not there.
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat");
+    for name in &options.hidden_env {
+        shell_command.env_remove(name);
+    }
+    platform::process::isolate(shell_command.as_std_mut());
+    let shell = shell.program.display();
     let mut child = shell_command.spawn().map_err(|e| match &confinement {
         // A step of the confinement failed in the child: the command never ran.
         Some(c) => format!(
@@ -207,11 +244,15 @@ async fn run(
         ),
         None => format!("Cannot start {shell}: {e}."),
     })?;
-    let pgid = child.id().map(|id| id as i32);
-    let mut group = ProcessGroup {
-        pgid,
-        armed: true,
-        _watched: pgid.map(watchdog::register),
+    let tree = match ProcessTree::adopt(&child) {
+        Ok(tree) => tree,
+        Err(e) => {
+            // It runs, but could not be put in a tree of its own: stop it rather than lose
+            // hold of what it starts.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return Err(format!("Cannot start {shell} as a process tree: {e}."));
+        }
     };
     let output = Arc::new(Mutex::new(Output::new(options)));
     let mut readers = Vec::new();
@@ -247,9 +288,9 @@ async fn run(
     };
     if matches!(end, End::Exited(_)) {
         // A background job the command started on purpose (`server &`) keeps running.
-        group.armed = false;
+        tree.release();
     } else {
-        group.terminate(&mut child).await;
+        tree.stop(&mut child, KILL_GRACE).await;
     }
     // Whatever the command left running keeps its pipes open: read what is there, then stop.
     let drain_until = tokio::time::Instant::now() + DRAIN;
@@ -449,72 +490,4 @@ impl Output {
 
 fn human_bytes(bytes: u64) -> String {
     crate::read::human_size(bytes)
-}
-
-/// Whether any process of group `pgid` is still running. Zombies do not count: an orphan
-/// that was killed stays a zombie until PID 1 reaps it, which some inits do late or never.
-pub fn group_alive(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        // No /proc (not Linux): ask the kernel, zombies included.
-        // SAFETY: signal 0 only checks that the group exists.
-        return unsafe { libc::killpg(pgid, 0) == 0 };
-    };
-    entries.flatten().any(|entry| {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            return false;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("Z");
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        pgrp == Some(pgid) && state != "Z" && state != "X"
-    })
-}
-
-/// The command's process group. Killed on drop while armed: if the call itself is dropped
-/// mid-run, nothing it started survives. Registered with the watchdog while it runs, so it
-/// dies with the agent too; the registration ends after the drop's kill.
-struct ProcessGroup {
-    pgid: Option<i32>,
-    armed: bool,
-    _watched: Option<watchdog::Registration>,
-}
-
-impl ProcessGroup {
-    fn signal(&self, signal: i32) -> bool {
-        match self.pgid {
-            // SAFETY: killpg only sends a signal; the id is our child's group.
-            Some(pgid) => unsafe { libc::killpg(pgid, signal) == 0 },
-            None => false,
-        }
-    }
-
-    fn alive(&self) -> bool {
-        self.pgid.is_some_and(group_alive)
-    }
-
-    /// SIGTERM to the whole group, SIGKILL to whatever is left after the grace period.
-    async fn terminate(&self, child: &mut tokio::process::Child) {
-        self.signal(libc::SIGTERM);
-        let deadline = tokio::time::Instant::now() + KILL_GRACE;
-        let _ = tokio::time::timeout_at(deadline, child.wait()).await;
-        while self.alive() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if self.alive() {
-            self.signal(libc::SIGKILL);
-        }
-        let _ = child.wait().await;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if self.armed && self.alive() {
-            self.signal(libc::SIGKILL);
-        }
-    }
 }

@@ -19,7 +19,6 @@ mod registry;
 mod spill;
 mod truncate;
 mod walk;
-mod watchdog;
 mod write;
 
 use std::path::PathBuf;
@@ -27,12 +26,14 @@ use std::sync::Arc;
 
 use agent_core::Tool;
 
-pub use bash::{BashOptions, BashTool, group_alive, key_env_vars};
+pub use bash::{BashOptions, BashTool, key_env_vars};
 pub use diff::unified_diff;
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+#[cfg(unix)]
+pub use platform::process::group_alive;
 pub use read::ReadTool;
 pub use registry::{REGISTRY, ToolEntry, UnknownTool, build, changes_files, prompt_section};
 pub use spill::{DEFAULT_SPILL_CAP, SpillDir};

@@ -23,9 +23,7 @@ pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
 }
 
 fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+    platform::fs::home_dir()
 }
 
 /// `path` as the model should see it: relative to `cwd` when inside it.
@@ -80,21 +78,7 @@ pub(crate) fn io_error(action: &str, shown: &str, err: &std::io::Error) -> Strin
 /// What a file that is not a regular file is, for messages; `None` for regular files and
 /// directories.
 pub(crate) fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    if kind.is_file() || kind.is_dir() {
-        None
-    } else if kind.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_char_device() {
-        Some("a character device")
-    } else if kind.is_block_device() {
-        Some("a block device")
-    } else {
-        Some("not a regular file")
-    }
+    platform::fs::special_kind(meta)
 }
 
 /// The refusal for a special file: reading or writing one can block forever (a FIFO with no
@@ -119,29 +103,13 @@ pub(crate) fn refuse_special(path: &Path, shown: &str, action: &str) -> Result<(
 /// not wait for a FIFO's writer, and anything but a regular file is refused after it. This
 /// closes the gap between a `metadata` check and the open.
 pub(crate) fn open_regular(path: &Path, shown: &str, action: &str) -> Result<File, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| io_error(action, shown, &e))?;
+    let file = platform::fs::open_for_reading(path).map_err(|e| io_error(action, shown, &e))?;
     let meta = file.metadata().map_err(|e| io_error(action, shown, &e))?;
     if meta.is_dir() {
         return Err(format!("{shown} is a directory."));
     }
     if let Some(kind) = special_kind(&meta) {
         return Err(not_regular(shown, kind, action));
-    }
-    // Reads of a regular file never block, but the flag is cleared so nothing later is
-    // surprised by it.
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own, with flags it just returned.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
     }
     Ok(file)
 }
@@ -199,7 +167,6 @@ pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::FileTypeExt;
 
     #[test]
     fn io_errors_read_well() {
@@ -216,8 +183,10 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn devices_are_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
         let err = atomic_write(Path::new("/dev/null"), b"x").unwrap_err();
         assert_eq!(err.to_string(), "it is not a regular file");
         assert!(

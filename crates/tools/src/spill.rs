@@ -3,12 +3,11 @@
 //!
 //! The directory is the host's (the session's, say: [`SpillDir`] can be repointed when the
 //! session changes) or, by default, a private temporary directory removed when the process
-//! ends. Files are created `O_CREAT|O_EXCL|O_NOFOLLOW` with mode 0600 under a random name, so
-//! a symlink planted at any name is never followed.
+//! ends. Files are created new (`O_CREAT|O_EXCL|O_NOFOLLOW` on Unix), private, under a random
+//! name, so a symlink planted at any name is never followed.
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -53,8 +52,8 @@ impl SpillDir {
     }
 }
 
-/// Creates `dir` (and its parents) with mode 0700 set explicitly, whatever the umask; an
-/// existing directory is left as it is.
+/// Creates `dir` (and its parents) as a private directory; an existing directory is left
+/// as it is.
 fn make_private_dir(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
@@ -62,15 +61,14 @@ fn make_private_dir(dir: &Path) -> io::Result<()> {
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    match std::fs::create_dir(dir) {
-        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)),
+    match platform::fs::create_private_dirs(dir, dir) {
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(err) => Err(err),
+        other => other,
     }
 }
 
-/// The process's private temporary directory, made once (mode 0700, a random name) and
-/// handed to the watchdog to be removed when the process ends, however it ends.
+/// The process's private temporary directory, made once (a random name) and removed when
+/// the process ends, however it ends where the system allows (`platform::process`).
 fn private_temp_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -79,9 +77,8 @@ fn private_temp_dir() -> Result<PathBuf, String> {
             .tempdir()
             .map_err(|e| format!("cannot make a temporary directory: {e}"))?
             .keep();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        crate::watchdog::remove_at_exit(&dir);
+        platform::fs::restrict_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        platform::process::remove_at_exit(&dir);
         Ok(dir)
     })
     .clone()
@@ -89,37 +86,20 @@ fn private_temp_dir() -> Result<PathBuf, String> {
 
 /// Random file names: `bash-<16 hex digits>.log`.
 fn random_names() -> impl Iterator<Item = String> {
-    std::iter::repeat_with(|| format!("bash-{:016x}.log", random_u64()))
-}
-
-/// 64 random bits. Each `RandomState` is keyed from the OS's randomness (per thread, then
-/// stepped): unguessable names without another dependency.
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
+    std::iter::repeat_with(|| format!("bash-{}.log", platform::ids::random_hex(16)))
 }
 
 /// Creates a new file in `dir` under the first free name of `names`: never following or
-/// reusing what is there (`O_CREAT|O_EXCL|O_NOFOLLOW`), mode 0600 whatever the umask.
+/// reusing what is there, private whatever the umask.
 fn create_new_file(dir: &Path, names: impl Iterator<Item = String>) -> io::Result<(PathBuf, File)> {
     for name in names.take(32) {
         let path = dir.join(name);
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path);
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        let opened = platform::fs::no_follow(platform::fs::private(&mut options)).open(&path);
         match opened {
             Ok(file) => {
-                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+                platform::fs::make_private(&file)?;
                 return Ok((path, file));
             }
             // Taken, by a file or a planted link: another name.
@@ -173,7 +153,7 @@ impl SpillFile {
         } else if self.len + bytes.len() as u64 > self.cap {
             self.keep_last(half)?;
         }
-        self.file.write_all_at(bytes, self.len)?;
+        platform::fs::write_all_at(&self.file, bytes, self.len)?;
         self.len += bytes.len() as u64;
         Ok(())
     }
@@ -183,7 +163,7 @@ impl SpillFile {
     fn keep_last(&mut self, keep: u64) -> io::Result<()> {
         let mut from = self.len.saturating_sub(keep);
         let mut probe = vec![0u8; 64 * 1024];
-        let n = self.file.read_at(&mut probe, from)?;
+        let n = platform::fs::read_at(&self.file, &mut probe, from)?;
         if let Some(newline) = probe[..n].iter().position(|&b| b == b'\n') {
             from += newline as u64 + 1;
         }
@@ -191,11 +171,11 @@ impl SpillFile {
         let (mut read, mut written) = (from, 0u64);
         while read < self.len {
             let want = buf.len().min((self.len - read) as usize);
-            let n = self.file.read_at(&mut buf[..want], read)?;
+            let n = platform::fs::read_at(&self.file, &mut buf[..want], read)?;
             if n == 0 {
                 break;
             }
-            self.file.write_all_at(&buf[..n], written)?;
+            platform::fs::write_all_at(&self.file, &buf[..n], written)?;
             read += n as u64;
             written += n as u64;
         }
@@ -209,10 +189,11 @@ impl SpillFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::MetadataExt;
 
+    #[cfg(unix)]
     #[test]
     fn a_planted_symlink_is_never_followed() {
+        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("victim");
         std::fs::write(&target, "precious").unwrap();
@@ -223,7 +204,7 @@ mod tests {
         let names = ["a.log", "b.log", "c.log"].map(String::from).into_iter();
         let (path, file) = create_new_file(dir.path(), names).unwrap();
         assert_eq!(path, dir.path().join("c.log"));
-        file.write_all_at(b"output", 0).unwrap();
+        platform::fs::write_all_at(&file, b"output", 0).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert!(meta.file_type().is_file());

@@ -1,5 +1,8 @@
 //! Over HTTP against mock-llm: the model runs `sleep 30` through bash, the user aborts; within
 //! a second nothing of that command is alive, and the next request carries the call's result.
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,15 +63,15 @@ async fn aborting_a_running_command_kills_its_group_and_pairs_the_call() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    assert!(tools::group_alive(pgid));
+    assert!(tools::group_alive(pgid as u32));
 
     let aborted = Instant::now();
     agent.abort();
-    while tools::group_alive(pgid) && aborted.elapsed() < Duration::from_secs(1) {
+    while tools::group_alive(pgid as u32) && aborted.elapsed() < Duration::from_secs(1) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(
-        !tools::group_alive(pgid),
+        !tools::group_alive(pgid as u32),
         "a process of the command outlived the abort by 1 s"
     );
     agent.wait_idle().await.unwrap();

@@ -1,4 +1,7 @@
 //! bash: output, exit codes, limits, timeouts, aborts and background jobs.
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 mod common;
 
@@ -15,12 +18,12 @@ use tools::group_alive;
 async fn group_gone_within(pgid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        if !group_alive(pgid) {
+        if !group_alive(pgid as u32) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    !group_alive(pgid)
+    !group_alive(pgid as u32)
 }
 
 /// Waits for `path` to hold a pid written by the command.

@@ -3,6 +3,9 @@
 //!
 //! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
 //! (`scenarios_hold_as_nobody`).
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 mod common;
 

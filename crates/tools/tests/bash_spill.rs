@@ -1,5 +1,8 @@
 //! bash's saved output: in the directory the host gives (or a private temporary one), never
 //! readable by others, capped with its end kept, and repointable when the session changes.
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 mod common;
 

@@ -1,6 +1,9 @@
 //! SIGKILL the agent while bash runs `sleep 60; echo`: the watchdog kills the command's whole
 //! process group, grandchildren included. The "agent" is this test binary re-executed with an
 //! environment variable, running the bash tool.
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -75,10 +78,10 @@ fn a_killed_agent_takes_its_commands_with_it() {
     agent.wait().unwrap();
 
     let gone = Instant::now() + Duration::from_secs(10);
-    while group_alive(pgid) && Instant::now() < gone {
+    while group_alive(pgid as u32) && Instant::now() < gone {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let survived = group_alive(pgid);
+    let survived = group_alive(pgid as u32);
     if survived {
         // Clean up before failing.
         // SAFETY: a plain signal to the group the test started.

@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{call, running_as_root, text};
+#[cfg(unix)]
+use common::running_as_root;
+use common::{call, text};
 use serde_json::json;
 use std::fs;
 
@@ -109,8 +111,10 @@ async fn read_returns_images_as_image_content() {
 }
 
 /// Set in the copy of this test binary that runs as `nobody`.
+#[cfg(unix)]
 const AS_NOBODY: &str = "TOOLS_TEST_AS_NOBODY";
 
+#[cfg(unix)]
 #[tokio::test]
 async fn read_reports_permission_denied() {
     if running_as_root() {
@@ -135,6 +139,7 @@ async fn read_reports_permission_denied() {
 
 /// Runs test `name` of this binary as `nobody` (from a copy it can execute) and checks that it
 /// really ran there.
+#[cfg(unix)]
 fn as_nobody(name: &str) -> std::process::ExitStatus {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -196,6 +201,7 @@ async fn write_creates_parents_and_reports_size() {
     assert_eq!(err, "a/b is a directory.");
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn write_keeps_permissions_and_follows_symlinks() {
     use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,9 @@
 //! FIFOs, sockets and devices: read, write and edit refuse them before opening them for
 //! content, grep and find never open them. Each call has a deadline so a regression fails
 //! instead of hanging the suite.
+//!
+//! Unix only: the commands are bash's, and the checks are process groups and signals.
+#![cfg(unix)]
 
 mod common;
 

@@ -70,15 +70,10 @@ impl Out {
     }
 }
 
-/// Stdout without the standard library's line buffering, which split every frame into two
-/// writes (up to its last newline, then the rest) and so two system calls; frames are
-/// buffered here already. A duplicate of the descriptor, so dropping it leaves stdout open.
+/// Stdout without the standard library's line buffering where the system allows
+/// (`platform::terminal::unbuffered_stdout`); frames are buffered here already.
 fn raw_stdout() -> Box<dyn Write + Send> {
-    use std::os::fd::AsFd;
-    match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => Box::new(std::fs::File::from(fd)),
-        Err(_) => Box::new(std::io::stdout()),
-    }
+    platform::terminal::unbuffered_stdout()
 }
 
 impl Write for Out {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use agent_core::{Agent, AgentError, AgentMessage, OnConflict};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use llm::{ThinkingLevel, ToolResultMessage};
+use platform::signals::Signal;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -205,16 +206,12 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     }
     let mut terminal_events = crate::terminal_input::TerminalInput::take();
     list_files(options.cwd.clone(), ui_tx.clone());
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    // Ctrl+C is a key in raw mode; a SIGINT from elsewhere (`kill -INT`) quits cleanly too.
-    let mut sigint = signal(SignalKind::interrupt())?;
-    // A SIGTSTP from elsewhere (`kill -TSTP`) would stop the agent with the terminal in its
-    // modes: it suspends as Ctrl+Z does. A SIGCONT after a stop it could not catch (SIGSTOP)
-    // takes the terminal again.
-    let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
-    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
+    // SIGTERM, SIGHUP, and a SIGINT from elsewhere (`kill -INT`; Ctrl+C is a key in raw
+    // mode) quit cleanly; on Windows, closing the console does. A SIGTSTP from elsewhere
+    // (`kill -TSTP`) would stop the agent with the terminal in its modes: it suspends as
+    // Ctrl+Z does. A SIGCONT after a stop it could not catch (SIGSTOP) takes the terminal
+    // again.
+    let mut signals = platform::signals::Signals::with_job_control()?;
     let mut last_frame = Instant::now() - STREAM_FRAME;
     // The user typed, pasted or resized since the last frame, or something settled: draw at
     // the input rate.
@@ -299,12 +296,12 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     actions.extend(app.on_event(&event));
                 }
             }
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
-            _ = sigint.recv() => break,
-            _ = sigtstp.recv() => actions.push(Action::Suspend),
-            // Only wakes the loop: `continued_elsewhere`, at its top, tells whose it was.
-            _ = sigcont.recv() => {}
+            Some(signal) = signals.recv() => match signal {
+                Signal::Stop => break,
+                Signal::Suspend => actions.push(Action::Suspend),
+                // Only wakes the loop: `continued_elsewhere`, at its top, tells whose it was.
+                Signal::Continue => {}
+            },
         }
         for action in actions {
             if action == Action::ClearScreen {
@@ -317,6 +314,15 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 if let Display::Inline(inline) = &mut display {
                     inline.clear_screen()?;
                 }
+                continue;
+            }
+            if action == Action::Suspend && !platform::terminal::JOB_CONTROL {
+                app.push_cell(CellKind::Notice(format!(
+                    "Ctrl+Z suspends to the shell on Linux and macOS; {} has no job control, \
+                     so nothing was suspended.",
+                    platform::SYSTEM
+                )));
+                app.dirty = true;
                 continue;
             }
             if action == Action::Suspend {
@@ -369,9 +375,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                         Some(Ok(_)) => {}
                         Some(Err(_)) | None => return,
                     },
-                    _ = sigterm.recv() => return,
-                    _ = sighup.recv() => return,
-                    _ = sigint.recv() => return,
+                    Some(Signal::Stop) = signals.recv() => return,
                 }
             }
         } => {}

@@ -83,7 +83,7 @@ fn continues() -> std::io::Result<Arc<AtomicBool>> {
         return Ok(flag.clone());
     }
     let flag = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(libc::SIGCONT, flag.clone())?;
+    platform::terminal::note_continues(flag.clone())?;
     Ok(CONTINUED.get_or_init(|| flag).clone())
 }
 
@@ -108,58 +108,9 @@ pub fn suspend(screen: Screen) -> std::io::Result<bool> {
     Ok(stopped)
 }
 
-/// Stops the agent and the parents in its process group (`cargo run`, a wrapper), so that the
-/// shell, which waits on the outermost of them, sees the job stop; then waits until continued.
-/// Not the whole group (`kill(0)`): a child of the agent's between its fork and its exec is in
-/// the group too, and stopped there it would never let the agent's thread that spawned it
-/// stop (the stop never completes and the shell never gets its prompt back). `fg` continues
-/// the whole group.
+/// Stops the agent as a job of the shell, until `fg` (`platform::terminal::stop_job`).
 fn stop_job(continued: &AtomicBool) {
-    // SAFETY: getpgrp, getppid, getpid, getpgid and kill take no pointers.
-    let (group, me) = unsafe { (libc::getpgrp(), libc::getpid()) };
-    let mut parent = unsafe { libc::getppid() };
-    for _ in 0..8 {
-        // SAFETY: as above.
-        if parent <= 1 || unsafe { libc::getpgid(parent) } != group {
-            break;
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(parent, libc::SIGTSTP) };
-        match parent_of(parent) {
-            Some(next) => parent = next,
-            None => break,
-        }
-    }
-    // The UI catches SIGTSTP (one from elsewhere comes here): the default action, the stop, is
-    // put back for this one signal.
-    // SAFETY: both sigaction structs are valid for the calls; SIG_DFL takes no handler, and the
-    // action saved is put back unchanged (signal-hook's, which tokio's signal streams use).
-    unsafe {
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        let mut saved: libc::sigaction = std::mem::zeroed();
-        let swapped = libc::sigaction(libc::SIGTSTP, &default, &mut saved) == 0;
-        libc::kill(me, libc::SIGTSTP);
-        // The stop comes before kill returns; SIGCONT's handler may run on another thread
-        // just after it.
-        let waited = std::time::Instant::now();
-        while !continued.load(Ordering::SeqCst)
-            && waited.elapsed() < std::time::Duration::from_millis(100)
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        if swapped {
-            libc::sigaction(libc::SIGTSTP, &saved, std::ptr::null_mut());
-        }
-    }
-}
-
-/// The parent of process `pid`, from `/proc/PID/stat` (its fourth field, after the command's
-/// name in parentheses, which may hold anything).
-fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
+    platform::terminal::stop_job(continued);
 }
 
 /// True once after a SIGCONT that did not end a stop [`suspend`] made (a SIGSTOP from
@@ -198,14 +149,7 @@ fn modes_on(screen: Screen) -> std::io::Result<()> {
 
 /// Bytes waiting to be read from the terminal on stdin (0 when stdin is not a terminal).
 fn pending_input() -> usize {
-    let mut count: libc::c_int = 0;
-    // SAFETY: FIONREAD stores one int at the pointer, which is valid for the call.
-    let asked = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut count) };
-    if asked == 0 {
-        usize::try_from(count).unwrap_or(0)
-    } else {
-        0
-    }
+    platform::terminal::pending_input()
 }
 
 /// A full-screen terminal on the alternate screen (entered by [`enter`]).
@@ -284,14 +228,6 @@ pub fn copy_to_clipboard(text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn a_parent_is_read_from_proc() {
-        // SAFETY: getpid and getppid take no pointers.
-        let (me, parent) = unsafe { (libc::getpid(), libc::getppid()) };
-        assert_eq!(parent_of(me), Some(parent));
-        assert_eq!(parent_of(-1), None);
-    }
 
     #[test]
     fn the_previous_panic_hook_is_back_once_the_ui_is_gone() {

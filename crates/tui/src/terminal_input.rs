@@ -81,49 +81,9 @@ impl Drop for TerminalInput {
 }
 
 /// Raises SIGHUP, which the UI ends on (the session written, commands killed), when the
-/// terminal goes away. The kernel sends one itself only to the terminal's session leader (and
-/// to the foreground group once that leader exits): under a leader that ignores it and lives
-/// on (`trap '' HUP`), nothing else would tell the agent, whose input reader then spins. poll(2)
-/// asked for no events sleeps until the terminal hangs up (POLLHUP is reported whatever is
-/// asked), so watching costs nothing meanwhile.
+/// terminal goes away (`platform::terminal::watch_hangup`).
 fn watch_hangup() {
-    // SAFETY: isatty takes no pointers; open gets a NUL-terminated path.
-    let fd = unsafe {
-        if libc::isatty(libc::STDIN_FILENO) == 1 {
-            libc::STDIN_FILENO
-        } else {
-            // crossterm reads the controlling terminal then.
-            libc::open(c"/dev/tty".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
-        }
-    };
-    if fd < 0 {
-        return;
-    }
-    let watch = move || {
-        loop {
-            let mut watched = libc::pollfd {
-                fd,
-                events: 0,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for the call.
-            let ready = unsafe { libc::poll(&mut watched, 1, -1) };
-            if ready < 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
-            }
-            if watched.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-                // SAFETY: kill takes no pointers.
-                unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
-                return;
-            }
-        }
-    };
-    let _ = std::thread::Builder::new()
-        .name("terminal-hangup".into())
-        .spawn(watch);
+    platform::terminal::watch_hangup();
 }
 
 /// A key read from what was typed before raw mode went on (see

@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use platform::process::ProcessTree;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -68,39 +69,44 @@ impl Runner {
             stderr: String::new(),
             duration: Duration::ZERO,
         };
-        let shell = if std::path::Path::new("/bin/bash").exists() {
-            "/bin/bash"
-        } else {
-            "/bin/sh"
+        let shell = platform::shell::Shell::detect();
+        let args = shell.args(&hook.command);
+        let std_command = match &self.sandbox {
+            Some(sandbox) => match sandbox.prepare() {
+                Ok(prepared) => prepared.command(&shell.program, &args, &self.cwd),
+                Err(e) => return not_started(format!("the sandbox could not be prepared: {e}")),
+            },
+            None => {
+                let mut plain = std::process::Command::new(&shell.program);
+                plain.args(&args).current_dir(&self.cwd);
+                plain
+            }
         };
-        let mut command = Command::new(shell);
+        let mut command = Command::from(std_command);
         command
-            .arg("-c")
-            .arg(&hook.command)
-            .current_dir(&self.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env("CODING_AGENT_HOOK_EVENT", hook.event.name())
             .env("CODING_AGENT_PROJECT_DIR", &self.cwd)
-            .process_group(0)
             .kill_on_drop(true);
         for name in &self.hidden_env {
             command.env_remove(name);
         }
-        if let Some(sandbox) = &self.sandbox {
-            match sandbox.prepare() {
-                Ok(prepared) => prepared.install(command.as_std_mut()),
-                Err(e) => return not_started(format!("the sandbox could not be prepared: {e}")),
-            }
-        }
+        platform::process::isolate(command.as_std_mut());
         let mut child = match command.spawn() {
             Ok(child) => child,
-            Err(e) => return not_started(format!("cannot start {shell}: {e}")),
+            Err(e) => return not_started(format!("cannot start {}: {e}", shell.name())),
         };
-        let pgid = child.id().map(|id| id as i32);
-        // If this future is dropped (the run was aborted while the hook ran), the group goes.
-        let mut group = GroupGuard { pgid, armed: true };
+        // If this future is dropped (the run was aborted while the hook ran), the tree goes.
+        let tree = match ProcessTree::adopt(&child) {
+            Ok(tree) => tree,
+            Err(e) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                return not_started(format!("cannot start {}: {e}", shell.name()));
+            }
+        };
         let stdin_text = input.to_string();
         let writer = child.stdin.take().map(|mut stdin| {
             tokio::spawn(async move {
@@ -127,11 +133,11 @@ impl Runner {
             _ = cancel.cancelled() => Exit::Aborted,
         };
         if matches!(exit, Exit::TimedOut | Exit::Aborted) {
-            kill_group(pgid);
+            tree.kill();
             let _ = child.wait().await;
         }
         // Exited on its own: what it started in the background on purpose may go on.
-        group.armed = false;
+        tree.release();
         if let Some(writer) = writer {
             writer.abort();
         }
@@ -143,30 +149,6 @@ impl Runner {
             stdout,
             stderr,
             duration: Duration::ZERO,
-        }
-    }
-}
-
-/// Kills the hook's process group when dropped while armed.
-struct GroupGuard {
-    pgid: Option<i32>,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            kill_group(self.pgid);
-        }
-    }
-}
-
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid.filter(|&p| p > 0) {
-        // SAFETY: killpg only sends a signal; the group is the hook's own (process_group(0)),
-        // so nothing else is hit.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
         }
     }
 }

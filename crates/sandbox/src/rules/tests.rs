@@ -1,5 +1,6 @@
 //! Rule matching, suggestions, and the store on real files.
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
@@ -12,6 +13,7 @@ fn rules(prefixes: &[&[&str]]) -> ProjectRules {
     ProjectRules::new(prefixes.iter().map(|p| words(p)).collect())
 }
 
+#[cfg(unix)]
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
@@ -139,6 +141,7 @@ fn suggestions() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn store_round_trip_with_private_modes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -200,6 +203,7 @@ fn store_round_trip_with_private_modes() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn an_existing_open_home_is_made_private() {
     let tmp = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! Fingerprints, what a repository wants, and the trust store on real directories.
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
@@ -9,6 +10,7 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
 }
 
+#[cfg(unix)]
 fn mode(path: &Path) -> u32 {
     fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
@@ -25,6 +27,7 @@ fn repo(tmp: &Path) -> PathBuf {
     root
 }
 
+#[cfg(unix)]
 #[test]
 fn fingerprint_is_stable_and_sees_every_change() {
     let tmp = tempfile::tempdir().unwrap();
@@ -72,6 +75,7 @@ fn fingerprint_is_stable_and_sees_every_change() {
     changed("an empty .coding-agent");
 }
 
+#[cfg(unix)]
 #[test]
 fn fingerprint_follows_file_links_but_not_directory_links_and_never_opens_fifos() {
     let tmp = tempfile::tempdir().unwrap();
@@ -133,6 +137,7 @@ fn wants_lists_what_the_repository_would_load() {
     assert!(wants(&plain, &plain.join("src")).is_empty());
 }
 
+#[cfg(unix)]
 #[test]
 fn trust_changed_and_revoked() {
     let tmp = tempfile::tempdir().unwrap();

@@ -54,7 +54,10 @@ pub fn text(output: &ToolOutput) -> String {
 
 pub fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    #[cfg(unix)]
+    return unsafe { libc::geteuid() == 0 };
+    #[cfg(not(unix))]
+    false
 }
 
 /// Copies the executable `from` to `to` (mode 0755) with `install`, in its own process: a file

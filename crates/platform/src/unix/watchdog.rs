@@ -1,6 +1,6 @@
 //! A watchdog that outlives the agent: when the agent dies, by any means (SIGKILL included),
-//! it kills every command process group still registered and removes the private spill
-//! directory.
+//! it kills every command process group still registered and removes the directories it was
+//! given (the bash tool's private spill directory).
 //!
 //! `PR_SET_PDEATHSIG` on a command's group leader would not reach the processes it forked
 //! (`bash -c 'sleep 60; echo'` runs `sleep` in a child), and nothing inside a process can act
@@ -43,7 +43,7 @@ for dir in "$@"; do rm -rf -- "$dir"; done
 /// The running watchdog and everything registered with it (replayed if it must be restarted).
 struct State {
     running: Option<(Child, ChildStdin)>,
-    groups: BTreeSet<i32>,
+    groups: BTreeSet<u32>,
     dirs: Vec<PathBuf>,
 }
 
@@ -97,10 +97,11 @@ impl State {
 
 /// A process group the watchdog kills if the agent dies; forgotten when dropped (once the
 /// command ended), so a later group reusing the id is never touched.
-pub(crate) struct Registration(i32);
+#[derive(Debug)]
+pub(crate) struct Registration(u32);
 
 /// Registers process group `pgid`.
-pub(crate) fn register(pgid: i32) -> Registration {
+pub(crate) fn register(pgid: u32) -> Registration {
     let mut state = state();
     state.groups.insert(pgid);
     state.send(&format!("+{pgid}\n"));
