@@ -350,20 +350,27 @@ async fn continue_names_the_session_it_cannot_read_and_prints_warnings_once() {
         "{warning}"
     );
 
-    // The session exists but cannot be read (we run as root: run the agent as nobody).
-    for dir in [env.home.path(), env.work.path()] {
-        let status = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
+    // The session exists but cannot be read: a mode of 000 keeps out anyone but root, so as
+    // root the agent runs as nobody.
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-    let mut command = Command::new("setpriv");
+    let mut command = if running_as_root() {
+        for dir in [env.home.path(), env.work.path()] {
+            let status = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(dir)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(binary_for_nobody());
+        command
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+    };
     command
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(binary_for_nobody())
         .args(["--continue", "-p", "third"])
         .current_dir(env.work.path())
         .env("CODING_AGENT_HOME", env.home.path())
@@ -378,4 +385,9 @@ async fn continue_names_the_session_it_cannot_read_and_prints_warnings_once() {
         "{stderr}"
     );
     assert!(!stderr.contains("no session"), "{stderr}");
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }

@@ -1,33 +1,34 @@
 //! The bash tool with a sandbox, on the real kernel: confined commands, the note that tells
 //! the model what the sandbox allows, escalation, background jobs.
 //!
-//! Every `scenario_*` test runs as the current user (root in CI) and again as `nobody`
-//! (`scenarios_hold_as_nobody`).
+//! Every `scenario_*` test runs as the current user, as root (as in CI) again as `nobody`,
+//! and again as on a machine whose kernel refuses Landlock and namespaces; where a layer is
+//! missing, a scenario checks the degraded behaviour (see `sandbox/tests/support/layers.rs`).
 //!
-//! Unix only: the commands are bash's, and the checks are process groups and signals.
-#![cfg(unix)]
+//! Linux only: the sandbox's layers are Linux's (macOS's are run by
+//! `sandbox/tests/seatbelt_run.rs`).
+#![cfg(target_os = "linux")]
 
 mod common;
+#[path = "../../sandbox/tests/support/layers.rs"]
+mod layers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{Tool, ToolContext, ToolOutput};
-use sandbox::{Capabilities, Policy, Sandbox, SandboxMode};
+use layers::{Layer, capabilities, has, missing_is_reported};
+use sandbox::{MountNs, Policy, Sandbox, SandboxMode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tools::{BashOptions, BashTool};
 
 const EXPECT_UID: &str = "BASH_SANDBOX_TEST_EXPECT_UID";
 
-fn capabilities() -> Capabilities {
-    static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(sandbox::probe).clone()
-}
-
 fn expect_user() {
+    layers::expect_degraded_if_asked();
     if let Ok(uid) = std::env::var(EXPECT_UID) {
         // SAFETY: getuid cannot fail.
         assert_eq!(unsafe { libc::getuid() }.to_string(), uid);
@@ -122,14 +123,19 @@ fn wait_for(path: &Path, limit: Duration) -> bool {
 }
 
 #[test]
-fn scenarios_hold_as_nobody() {
+fn scenarios_hold_without_landlock_or_namespaces() {
+    layers::run_scenarios_degraded("scenario_");
+}
+
+#[test]
+fn scenarios_hold_for_a_user_that_is_not_root() {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: getuid cannot fail.
-    assert_eq!(
-        unsafe { libc::getuid() },
-        0,
-        "the tests run as root (as in CI)"
-    );
+    if !common::running_as_root() {
+        // This run's own scenarios are an ordinary user's.
+        // SAFETY: geteuid cannot fail.
+        assert_ne!(unsafe { libc::geteuid() }, 0);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.path().join("bash_sandbox");
@@ -169,15 +175,26 @@ async fn scenario_a_refused_write_tells_the_model_how_to_escalate() {
     assert!(scene.ws.join("inside.txt").exists());
     assert!(!text(&ok).contains("sandbox"), "{}", text(&ok));
     let refused = bash(&scene, &tool, "touch \"$OUT/outside\"").await;
+    let root = common::running_as_root();
+    let expected = layers::available(if root && capabilities().mount_ns == MountNs::User {
+        &["userns", "landlock"]
+    } else {
+        &["landlock"]
+    });
+    assert_eq!(layers(&refused), expected.join("+"));
+    if !has(Layer::Landlock) {
+        // Nothing confines the write here: it happens, the report says why, and the result
+        // lists what was left out.
+        missing_is_reported(Layer::Landlock);
+        assert!(!refused.is_error, "{}", text(&refused));
+        assert!(scene.outside.join("outside").exists());
+        let left_out = &refused.details.as_ref().unwrap()["sandbox"]["left_out"];
+        assert!(left_out.to_string().contains("Landlock"), "{left_out}");
+        return;
+    }
     assert_refused_with_note(&refused, "Permission denied");
     assert!(text(&refused).contains(&format!("it may write only in {}", scene.ws.display())));
     assert!(!scene.outside.join("outside").exists());
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    assert_eq!(
-        layers(&refused),
-        if root { "userns+landlock" } else { "landlock" }
-    );
     // A failure that is not the sandbox's gets no note.
     let other = bash(&scene, &tool, "exit 3").await;
     assert!(other.is_error);
@@ -203,8 +220,8 @@ async fn scenario_escalate_runs_outside_the_sandbox() {
     assert_eq!(out.details.as_ref().unwrap()["sandbox"], Value::Null);
     // Escalation is per call: the next one is confined again.
     let again = bash(&scene, &tool, "touch \"$OUT/again\"").await;
-    assert!(again.is_error);
-    assert!(!scene.outside.join("again").exists());
+    assert_eq!(again.is_error, has(Layer::Landlock));
+    assert_eq!(scene.outside.join("again").exists(), !has(Layer::Landlock));
 }
 
 #[tokio::test]
@@ -219,6 +236,12 @@ async fn scenario_git_config_and_hooks_are_read_only_but_git_commits() {
     )
     .await;
     assert!(!init.is_error, "{}", text(&init));
+    if !has(Layer::Mounts) {
+        missing_is_reported(Layer::Mounts);
+        let hook = bash(&scene, &tool, "echo 'echo pwned' > .git/hooks/pre-commit").await;
+        assert!(!hook.is_error, "{}", text(&hook));
+        return;
+    }
     let hook = bash(&scene, &tool, "echo 'echo pwned' > .git/hooks/pre-commit").await;
     assert_refused_with_note(&hook, "Read-only file system");
     assert!(text(&hook).contains(".git/hooks, .git/config and .coding-agent/ are read-only"));
@@ -250,6 +273,11 @@ async fn scenario_background_jobs_and_grandchildren_stay_confined() {
     assert!(!out.is_error, "{}", text(&out));
     assert!(wait_for(&scene.ws.join("bg.done"), Duration::from_secs(30)));
     let errors = std::fs::read_to_string(scene.ws.join("bg.err")).unwrap();
+    if !has(Layer::Landlock) {
+        missing_is_reported(Layer::Landlock);
+        assert!(scene.outside.join("outside2").exists());
+        return;
+    }
     assert!(errors.contains("Permission denied"), "{errors}");
     assert!(!scene.outside.join("outside2").exists());
     let grandchild = bash(&scene, &tool, "bash -c 'sh -c \"touch \\\"$OUT/deep\\\"\"'").await;
@@ -268,6 +296,11 @@ async fn scenario_network_off_is_explained() {
         "perl -MSocket -e 'socket(my $s, AF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\"'",
     )
     .await;
+    if !has(Layer::Seccomp) {
+        missing_is_reported(Layer::Seccomp);
+        assert!(!out.is_error, "{}", text(&out));
+        return;
+    }
     assert_refused_with_note(&out, "socket: Operation not permitted");
     assert!(
         text(&out).contains("the network is off (no IP sockets at all, localhost included"),
@@ -275,10 +308,8 @@ async fn scenario_network_off_is_explained() {
         text(&out)
     );
     let layers = layers(&out);
-    assert!(
-        layers.as_str().unwrap().ends_with("landlock+seccomp"),
-        "{layers}"
-    );
+    let expected = layers::available(&["landlock", "seccomp"]).join("+");
+    assert!(layers.as_str().unwrap().ends_with(&expected), "{layers}");
 }
 
 #[tokio::test]
@@ -287,6 +318,11 @@ async fn scenario_read_only_refuses_writes_in_the_workspace() {
     let scene = Scene::new();
     let tool = scene.tool(SandboxMode::ReadOnly, None);
     let out = bash(&scene, &tool, "echo x > new.txt").await;
+    if !has(Layer::Landlock) {
+        missing_is_reported(Layer::Landlock);
+        assert!(!out.is_error, "{}", text(&out));
+        return;
+    }
     assert_refused_with_note(&out, "Permission denied");
     assert!(
         text(&out).contains("it may not write any file"),
@@ -350,8 +386,13 @@ async fn scenario_a_git_redirection_is_flagged_until_removed() {
     assert!(text(&next).contains(&warning), "{}", text(&next));
     // Now it exists it is mounted read-only like the rest: the user removes it.
     let rm = bash(&scene, &tool, "rm .git/commondir").await;
-    assert_refused_with_note(&rm, "Device or resource busy");
-    std::fs::remove_file(scene.ws.join(".git/commondir")).unwrap();
+    if has(Layer::Mounts) {
+        assert_refused_with_note(&rm, "Device or resource busy");
+        std::fs::remove_file(scene.ws.join(".git/commondir")).unwrap();
+    } else {
+        missing_is_reported(Layer::Mounts);
+        assert!(!rm.is_error, "{}", text(&rm));
+    }
     let after = bash(&scene, &tool, "true").await;
     assert!(!text(&after).contains("Warning"), "{}", text(&after));
 }

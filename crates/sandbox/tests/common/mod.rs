@@ -4,23 +4,22 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use sandbox::{Capabilities, Policy, Prepared, Sandbox, SandboxMode};
+use sandbox::{Policy, Prepared, Sandbox, SandboxMode};
 
 /// Set by [`run_scenarios_as_nobody`] for the inner run: the uid the scenarios must run as.
 pub const EXPECT_UID: &str = "SANDBOX_TEST_EXPECT_UID";
 
-/// What this machine offers, probed once per test binary.
-pub fn capabilities() -> Capabilities {
-    static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(sandbox::probe).clone()
-}
+#[path = "../support/layers.rs"]
+mod layers;
+pub use layers::*;
 
 /// Checks that a scenario runs as the user the outer test asked for (so the `nobody` run
 /// cannot silently run as root).
 pub fn expect_user() {
+    // The kernel "refuses" what the outer test's filter refuses: the probe must see it.
+    expect_degraded_if_asked();
     if let Ok(uid) = std::env::var(EXPECT_UID) {
         // SAFETY: getuid cannot fail.
         let actual = unsafe { libc::getuid() };
