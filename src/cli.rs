@@ -68,7 +68,7 @@ pub struct Cli {
     pub no_session: bool,
     /// How commands are confined: read-only, workspace-write (the default) or
     /// danger-full-access.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", env = "CODING_AGENT_SANDBOX")]
     pub sandbox: Option<sandbox::SandboxMode>,
     /// When to ask before acting: untrusted (every command not known read-only), on-request
     /// (the default: only to leave the sandbox or the workspace) or never.

@@ -4,7 +4,10 @@
 //!
 //! - `on-request` (default): commands run in the sandbox unasked; asking is for a command the
 //!   model wants to run outside it (`escalate`), a write outside the writable roots, and — when
-//!   nothing on this machine can confine commands — every command.
+//!   nothing on this machine can confine commands (Windows, a kernel without any layer) —
+//!   every command that is neither known read-only nor allowed by a rule the user remembered.
+//!   Read-only is judged on bash's syntax: commands run by PowerShell (Windows without Git
+//!   Bash) are never taken for read-only.
 //! - `untrusted`: also every command that is neither known read-only nor allowed by a rule the
 //!   user remembered for this project.
 //! - `never`: nothing is asked; what would need an answer is refused.
@@ -123,37 +126,31 @@ impl Guard {
                 )
                 .await;
         }
-        if self.unconfinable {
-            return self
-                .ask(
-                    approvals,
-                    Question {
-                        subject: command.to_string(),
-                        reason: "nothing on this machine can confine it (see coding-agent doctor)"
-                            .into(),
-                        justification,
-                        ..Question::default()
-                    },
-                )
-                .await;
-        }
-        if self.mode != ApprovalMode::Untrusted {
+        if self.mode != ApprovalMode::Untrusted && !self.unconfinable {
             return Ok(());
         }
         let rules = self.rules.rules(&self.project).map_err(|e| e.to_string())?;
-        match rules.decide(command) {
-            sandbox::Decision::ReadOnly | sandbox::Decision::Allowed => Ok(()),
-            sandbox::Decision::Ask(why) => {
-                let question = Question {
-                    subject: command.to_string(),
-                    reason: why.to_string(),
-                    justification,
-                    rule: sandbox::suggest_prefix(command),
-                    ..Question::default()
-                };
-                self.ask(approvals, question).await
+        let why = match rules.decide(command) {
+            sandbox::Decision::ReadOnly if bash_syntax() => return Ok(()),
+            sandbox::Decision::Allowed => return Ok(()),
+            sandbox::Decision::ReadOnly => {
+                "PowerShell commands are not checked for being read-only".to_string()
             }
-        }
+            sandbox::Decision::Ask(why) => why.to_string(),
+        };
+        let reason = if self.unconfinable {
+            format!("nothing on this machine confines commands (see coding-agent doctor): {why}")
+        } else {
+            why
+        };
+        let question = Question {
+            subject: command.to_string(),
+            reason,
+            justification,
+            rule: sandbox::suggest_prefix(command),
+            ..Question::default()
+        };
+        self.ask(approvals, question).await
     }
 
     async fn check_write(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
@@ -195,16 +192,34 @@ impl Hooks for Guard {
                 };
                 self.ask(approvals, question).await
             }
+            // A server's process is confined like commands are: where nothing confines
+            // them, its tools are asked about like commands.
+            name if name.starts_with("mcp__") && self.unconfinable => {
+                let question = Question {
+                    subject: format!("{name} {}", call.arguments),
+                    reason: "an MCP server's tool, and nothing on this machine confines its \
+                             server (see coding-agent doctor)"
+                        .into(),
+                    ..Question::default()
+                };
+                self.ask(approvals, question).await
+            }
             _ => Ok(()),
         }
     }
 }
 
+/// Whether commands are written in bash's syntax, the one the read-only check reads
+/// (everywhere but Windows without Git Bash, where PowerShell runs them).
+fn bash_syntax() -> bool {
+    platform::shell::Shell::detect().kind != platform::shell::ShellKind::PowerShell
+}
+
 /// `path` from a tool call, as the tools resolve it.
 fn resolve(cwd: &Path, path: &str) -> PathBuf {
     let path = path.trim();
-    let expanded = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+    let expanded = match (path.strip_prefix("~/"), platform::fs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(path),
     };
     if expanded.is_absolute() {
@@ -232,5 +247,64 @@ fn proposed_change(call: &ToolCall, path: &Path) -> String {
             }
             out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(home: &Path, mode: ApprovalMode, can_ask: bool, unconfinable: bool) -> Guard {
+        Guard {
+            mode,
+            can_ask,
+            sandbox: None,
+            unconfinable,
+            rules: sandbox::ApprovalStore::new(home),
+            project: home.to_path_buf(),
+            cwd: home.to_path_buf(),
+        }
+    }
+
+    async fn check(guard: &Guard, command: &str) -> Result<(), String> {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({ "command": command }),
+            invalid_arguments: None,
+        };
+        guard
+            .before_tool_call(&call, &Approvals::nobody(&call))
+            .await
+    }
+
+    /// A machine with nothing to confine commands (Windows; a kernel without any layer):
+    /// known read-only commands and remembered rules run unasked, anything else is asked
+    /// about, saying why, and `-a never` refuses it.
+    #[tokio::test]
+    async fn without_confinement_only_what_is_known_safe_runs_unasked() {
+        let home = tempfile::tempdir().unwrap();
+        let headless = guard(home.path(), ApprovalMode::OnRequest, false, true);
+        if bash_syntax() {
+            assert_eq!(check(&headless, "ls -la && git status").await, Ok(()));
+        }
+        let err = check(&headless, "touch x").await.unwrap_err();
+        assert!(
+            err.starts_with("nothing on this machine confines commands (see coding-agent doctor)"),
+            "{err}"
+        );
+        assert!(err.contains("nobody can approve"), "{err}");
+        // A remembered rule covers its commands.
+        headless
+            .rules
+            .add(home.path(), &["cargo".to_string(), "test".to_string()])
+            .unwrap();
+        assert_eq!(check(&headless, "cargo test -p x").await, Ok(()));
+        let never = guard(home.path(), ApprovalMode::Never, true, true);
+        let err = check(&never, "rm -rf build").await.unwrap_err();
+        assert!(err.contains("-a never"), "{err}");
+        // With confinement, on-request asks nothing of a command in the sandbox.
+        let confined = guard(home.path(), ApprovalMode::OnRequest, false, false);
+        assert_eq!(check(&confined, "touch x").await, Ok(()));
     }
 }

@@ -95,8 +95,23 @@ async fn a_confined_command_writes_in_the_workspace_only_and_learns_how_to_ask()
         Reply::text("Done."),
     ])
     .await;
-    let out = env.run(Some(&server), &["-p", "touch both"], "").await;
+    let out = env
+        .run_confined(Some(&server), &["-p", "touch both"], "")
+        .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
+    if !something_confines() {
+        // Nothing confines commands on this machine: print mode cannot ask, so a command that
+        // is not known read-only is refused, and the model is told why.
+        let result = tool_result(&server, 1);
+        assert!(
+            result.contains("nothing on this machine confines commands (see coding-agent doctor)")
+                && result.contains("nobody can approve"),
+            "{result}"
+        );
+        assert!(!env.work.path().join("inside.txt").exists());
+        assert!(!target.exists());
+        return;
+    }
     assert!(env.work.path().join("inside.txt").exists());
     assert!(
         !target.exists(),

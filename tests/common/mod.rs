@@ -25,6 +25,34 @@ pub struct Env {
     pub work: tempfile::TempDir,
 }
 
+/// Whether this machine can confine commands at all (the default policy's summary is not
+/// "none"). Where nothing can (a container without Landlock, with the network on), the agent
+/// asks before every command that is not known read-only, so the tests whose subject is not
+/// the sandbox run the agent with `danger-full-access` ([`SANDBOX_FOR_TESTS`]); the tests of
+/// the sandbox remove it and check that degraded behaviour.
+pub fn something_confines() -> bool {
+    static CONFINES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CONFINES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let policy =
+            sandbox::Policy::new(sandbox::SandboxMode::WorkspaceWrite, dir.path(), &[], None);
+        sandbox::probe().summary(&policy).level != sandbox::Level::None
+    })
+}
+
+/// Whether commands' writes outside the workspace are refused on this machine (Landlock on
+/// Linux, Seatbelt on macOS).
+pub fn writes_are_confined() -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = sandbox::Policy::new(sandbox::SandboxMode::WorkspaceWrite, dir.path(), &[], None);
+    let layers = sandbox::probe().summary(&policy).layers;
+    layers.contains(&"landlock") || layers.contains(&"seatbelt")
+}
+
+/// The variable that sets the sandbox mode, and its value for tests that are not about the
+/// sandbox on a machine where nothing confines commands.
+pub const SANDBOX_FOR_TESTS: (&str, &str) = ("CODING_AGENT_SANDBOX", "danger-full-access");
+
 impl Env {
     pub fn new() -> Self {
         Self {
@@ -44,7 +72,11 @@ impl Env {
             .env("CODING_AGENT_HOME", self.home.path())
             // No test looks for real local servers (a developer's Ollama must not answer).
             .env("CODING_AGENT_LOCAL_PROBES", "")
-            .env_remove("OLLAMA_HOST");
+            .env_remove("OLLAMA_HOST")
+            .env_remove(SANDBOX_FOR_TESTS.0);
+        if !something_confines() {
+            command.env(SANDBOX_FOR_TESTS.0, SANDBOX_FOR_TESTS.1);
+        }
         for key in KEYS
             .iter()
             .chain(&["CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL"])
@@ -54,9 +86,32 @@ impl Env {
         command
     }
 
+    /// [`Env::command`] with the sandbox the user's settings give, whatever this machine
+    /// can confine: for the tests of the sandbox itself.
+    pub fn confined_command(&self, server: Option<&MockServer>, args: &[&str]) -> Command {
+        let mut command = self.command(server, args);
+        command.env_remove(SANDBOX_FOR_TESTS.0);
+        command
+    }
+
     /// Runs off the async runtime so the in-process server keeps serving.
     pub async fn run(&self, server: Option<&MockServer>, args: &[&str], stdin: &str) -> Output {
-        let mut command = self.command(server, args);
+        self.run_command(self.command(server, args), stdin).await
+    }
+
+    /// [`Env::run`] with the sandbox whatever this machine can confine.
+    pub async fn run_confined(
+        &self,
+        server: Option<&MockServer>,
+        args: &[&str],
+        stdin: &str,
+    ) -> Output {
+        self.run_command(self.confined_command(server, args), stdin)
+            .await
+    }
+
+    /// Runs `command` off the async runtime with `stdin` as its input.
+    pub async fn run_command(&self, mut command: Command, stdin: &str) -> Output {
         let stdin = stdin.to_string();
         tokio::task::spawn_blocking(move || {
             let mut child = command

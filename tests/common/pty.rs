@@ -155,6 +155,9 @@ impl Session {
         command.env_remove("CODING_AGENT_MODEL");
         command.env_remove("CODING_AGENT_BASE_URL");
         command.env_remove("OLLAMA_HOST");
+        if !super::something_confines() && command.get_env(super::SANDBOX_FOR_TESTS.0).is_none() {
+            command.env(super::SANDBOX_FOR_TESTS.0, super::SANDBOX_FOR_TESTS.1);
+        }
         // No test looks for real local servers unless it says where (after `env`, so it wins).
         if command.get_env("CODING_AGENT_LOCAL_PROBES").is_none() {
             command.env("CODING_AGENT_LOCAL_PROBES", "");

@@ -305,9 +305,8 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// A configured writable path: `~/` expanded, relative to the workspace.
 fn expand(workspace: &Path, path: &Path) -> PathBuf {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
-    let expanded = match (path.strip_prefix("~"), home) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+    let expanded = match (path.strip_prefix("~"), platform::fs::home_dir()) {
+        (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_path_buf(),
     };
     if expanded.is_absolute() {
@@ -585,8 +584,8 @@ mod tests {
             None,
         );
         assert!(policy.writable.contains(&ws.join("out")));
-        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            let home = resolve(Path::new(&home)).unwrap();
+        if let Some(home) = platform::fs::home_dir() {
+            let home = resolve(&home).unwrap();
             assert!(policy.writable.contains(&home.join(".cache/x")));
         }
     }

@@ -19,7 +19,7 @@ impl Home {
     pub fn from_env() -> Option<Self> {
         Self::resolve(
             std::env::var_os("CODING_AGENT_HOME"),
-            std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")),
+            platform::fs::home_dir().map(PathBuf::into_os_string),
         )
     }
 

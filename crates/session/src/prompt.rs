@@ -24,13 +24,17 @@ pub struct PromptInputs {
 }
 
 impl PromptInputs {
-    /// Inputs for `cwd` with this process's OS and `$SHELL`, the project context files, and
-    /// `tools` as the tool section.
+    /// Inputs for `cwd` with this process's OS and the shell the bash tool runs commands in,
+    /// the project context files, and `tools` as the tool section.
     pub fn gather(home: &Home, cwd: &Path, date: &str, tools: String, repo: RepoFiles) -> Self {
-        let shell = std::env::var("SHELL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "sh".to_string());
+        let shell = platform::shell::Shell::detect();
+        let shell = match shell.kind {
+            platform::shell::ShellKind::PowerShell => format!(
+                "PowerShell ({}): the bash tool runs PowerShell commands, not bash",
+                shell.program.display()
+            ),
+            _ => format!("{} ({})", shell.name(), shell.program.display()),
+        };
         Self {
             date: date.to_string(),
             cwd: cwd.to_path_buf(),

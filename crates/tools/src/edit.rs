@@ -10,11 +10,10 @@ use serde_json::{Value, json};
 use crate::args::required_str;
 use crate::diff::diff;
 use crate::edit_match::{Found, Miss, Region, find, line_of};
+use crate::line_endings::Text;
 use crate::paths::{
     FileLocks, atomic_write, display, io_error, open_regular, refuse_special, resolve,
 };
-
-const BOM: &str = "\u{feff}";
 
 pub struct EditTool {
     cwd: PathBuf,
@@ -146,44 +145,32 @@ struct Edited {
     /// Content without BOM, with LF endings, before and after: what the diff shows.
     before: String,
     after: String,
-    bom: bool,
-    crlf: bool,
+    /// The file as read, and what replaces what in its normalized text.
+    text: Text,
+    replacements: Vec<(std::ops::Range<usize>, String)>,
     /// Indexes of edits that needed the tolerant match.
     tolerant: Vec<usize>,
     first_line: usize,
 }
 
 impl Edited {
-    /// What goes to disk: the original BOM and line endings restored.
+    /// What goes to disk: the BOM, and every line the edits did not touch byte for byte
+    /// with its own ending; new lines with the file's usual ending (`line_endings`).
     fn file_bytes(self) -> Vec<u8> {
-        let body = if self.crlf {
-            self.after.replace('\n', "\r\n")
-        } else {
-            self.after
-        };
-        if !self.bom {
-            return body.into_bytes();
-        }
-        let mut bytes = Vec::with_capacity(BOM.len() + body.len());
-        bytes.extend_from_slice(BOM.as_bytes());
-        bytes.extend_from_slice(body.as_bytes());
-        bytes
+        let edits: Vec<(std::ops::Range<usize>, &str)> = self
+            .replacements
+            .iter()
+            .map(|(range, new)| (range.clone(), new.as_str()))
+            .collect();
+        self.text.replace(&edits)
     }
 }
 
-/// Applies every edit to `original` or explains why none can be.
+/// Applies every edit to `original` or explains why none can be. `old_text` is matched with
+/// LF endings whatever the file's are (a CRLF file, a mixed one).
 fn apply(original: &str, edits: &[(String, String)], shown: &str) -> Result<Edited, String> {
-    let (bom, body) = match original.strip_prefix(BOM) {
-        Some(rest) => (BOM, rest),
-        None => ("", original),
-    };
-    // Only a file whose every line ends in CRLF is edited as CRLF; a mixed one is left as is.
-    let crlf = body.contains("\r\n") && body.matches("\r\n").count() == body.matches('\n').count();
-    let content = if crlf {
-        body.replace("\r\n", "\n")
-    } else {
-        body.to_string()
-    };
+    let text = Text::new(original);
+    let content = text.normalized.clone();
 
     let mut ranges = Vec::with_capacity(edits.len());
     let mut tolerant = Vec::new();
@@ -251,11 +238,15 @@ fn apply(original: &str, edits: &[(String, String)], shown: &str) -> Result<Edit
     for (range, i) in ranges.iter().rev() {
         after.replace_range(range.clone(), &edits[*i].1);
     }
+    let replacements = ranges
+        .iter()
+        .map(|(range, i)| (range.clone(), edits[*i].1.clone()))
+        .collect();
     Ok(Edited {
-        bom: !bom.is_empty(),
-        crlf,
         before: content,
         after,
+        text,
+        replacements,
         tolerant,
         first_line,
     })
@@ -294,6 +285,10 @@ mod tests {
     fn mixed_line_endings_are_left_alone() {
         let done = apply("a\r\nb\nc\n", &[edit("b", "B")], "f").unwrap();
         assert_eq!(done.file_bytes(), b"a\r\nB\nc\n");
+        // LF `old_text` across a CRLF line of a mixed file matches, and each line keeps its
+        // own ending.
+        let done = apply("a\r\nb\r\nc\n", &[edit("a\nb", "A\nB")], "f").unwrap();
+        assert_eq!(done.file_bytes(), b"A\r\nB\r\nc\n");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod edit;
 mod edit_match;
 mod find;
 mod grep;
+mod line_endings;
 mod ls;
 mod paths;
 mod read;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::args::required_str;
 use crate::diff::diff;
+use crate::line_endings;
 use crate::paths::{
     FileLocks, atomic_write, display, io_error, read_regular, refuse_special, resolve,
 };
@@ -34,8 +35,9 @@ impl Tool for WriteTool {
     }
 
     fn description(&self) -> &str {
-        "Write a whole file, replacing it if it exists; parent directories are created. Prefer \
-         `edit` for changing part of an existing file."
+        "Write a whole file, replacing it if it exists; parent directories are created. A \
+         replaced file keeps its line endings (CRLF) and BOM. Prefer `edit` for changing part \
+         of an existing file."
     }
 
     fn parameters(&self) -> Value {
@@ -77,7 +79,10 @@ impl Tool for WriteTool {
                 .await
                 .map_err(|e| ToolError(io_error("create the directory for", &shown, &e)))?;
         }
-        let (target, bytes) = (path.clone(), content.as_bytes().to_vec());
+        // A file with CRLF endings or a BOM keeps them when the model writes plain lines.
+        let previous = old.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+        let on_disk = line_endings::like_old(content, previous);
+        let (target, bytes) = (path.clone(), on_disk.into_bytes());
         tokio::task::spawn_blocking(move || atomic_write(&target, &bytes))
             .await
             .map_err(|e| ToolError(format!("write failed: {e}")))?
@@ -87,7 +92,12 @@ impl Tool for WriteTool {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        let change = diff(&old_text, content, &shown);
+        // Compared with LF endings: a CRLF file rewritten with the same lines is no change.
+        let change = diff(
+            &line_endings::Text::new(&old_text).normalized,
+            &line_endings::Text::new(content).normalized,
+            &shown,
+        );
         let verb = if old.is_some() { "Replaced" } else { "Created" };
         Ok(ToolOutput {
             details: Some(json!({

@@ -272,6 +272,53 @@ async fn edit_preserves_crlf_and_bom() {
 }
 
 #[tokio::test]
+async fn edit_keeps_each_line_s_ending_in_a_mixed_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Mostly CRLF with one LF line, as a file touched by two editors ends up.
+    fs::write(dir.path().join("m.txt"), "one\r\ntwo\nthree\r\nfour\r\n").unwrap();
+    let edits = json!([{"old_text": "three\nfour\n", "new_text": "3\n4\n5\n"}]);
+    call(dir.path(), "edit", json!({"path": "m.txt", "edits": edits}))
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::read(dir.path().join("m.txt")).unwrap(),
+        b"one\r\ntwo\n3\r\n4\r\n5\r\n"
+    );
+}
+
+#[tokio::test]
+async fn write_keeps_the_crlf_endings_and_bom_of_the_file_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("w.txt"), "\u{feff}one\r\ntwo\r\n").unwrap();
+    let out = call(
+        dir.path(),
+        "write",
+        json!({"path": "w.txt", "content": "one\nTWO\nthree\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fs::read(dir.path().join("w.txt")).unwrap(),
+        "\u{feff}one\r\nTWO\r\nthree\r\n".as_bytes()
+    );
+    // The diff compares lines, not endings: one line kept, one changed, one added.
+    let details = out.details.unwrap();
+    assert_eq!(
+        (details["added"].as_u64(), details["removed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    // A new file is written as given.
+    call(
+        dir.path(),
+        "write",
+        json!({"path": "new.txt", "content": "a\nb\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(fs::read(dir.path().join("new.txt")).unwrap(), b"a\nb\n");
+}
+
+#[tokio::test]
 async fn edit_errors_explain_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let original = "let a = 1;\nlet b = 2;\nlet a = 1;\n";

@@ -233,7 +233,7 @@ pub fn tokens(n: u64) -> String {
 
 /// `~/…` for paths under the home directory.
 fn short_path(path: &Path) -> String {
-    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
+    if let Some(home) = platform::fs::home_dir()
         && let Ok(rest) = path.strip_prefix(&home)
     {
         return format!("~/{}", rest.display())
