@@ -1,5 +1,6 @@
 //! `cargo bench --bench print_roundtrip`: `coding-agent -p` with one bash round trip against
-//! mock-llm, start to exit: wall time (median of 20 runs) and peak RSS.
+//! mock-llm, start to exit: wall time (median of 20 runs) and peak RSS. `BENCH_AGENT=path`
+//! measures another build of the binary (a before and an after).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -62,7 +63,9 @@ fn scenario(
     let mut times: Vec<Duration> = Vec::new();
     for _ in 0..RUNS {
         let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        let agent = std::env::var_os("BENCH_AGENT")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
+        let out = Command::new(agent)
             .args([
                 "-p",
                 "run echo hello",

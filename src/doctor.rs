@@ -39,7 +39,8 @@ pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
     if summary.level == sandbox::Level::None {
         let _ = writeln!(
             out,
-            "  nothing can confine commands here: the agent asks before every command"
+            "  nothing can confine commands here: the agent asks before every command that is \
+             not known read-only (with -a never, or where nobody can answer, it refuses them)"
         );
     }
     let store = sandbox::TrustStore::new(home.root());

@@ -203,7 +203,7 @@ pub async fn build(
         Some(key) => router.with_key(model.provider.clone(), key.clone()),
         None => router,
     };
-    router.warm();
+    router.warm(&model);
     let provider: Arc<dyn llm::Provider> = Arc::new(router);
     let stream_options = stream_options(config);
     let mut agent_config = AgentConfig::new(model.clone(), provider.clone());

@@ -480,3 +480,64 @@ async fn only_the_chosen_tools_are_offered_and_described() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown tool `rm`; the tools are read, write, edit"));
 }
+
+/// A plain-HTTP run never loads the system's trust roots: startup pays only for what it uses
+/// (loading them read ~150 files on Linux before the first request). `SSL_CERT_FILE` names a
+/// FIFO, which a root loader would open; a writer on the other end learns whether anyone did.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_plain_http_run_never_loads_the_trust_roots() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let env = Env::new();
+    let fifo = env.home.path().join("roots.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let finished = Arc::new(AtomicBool::new(false));
+    let opened_during_the_run = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (fifo, finished, opened) = (
+            fifo.clone(),
+            finished.clone(),
+            opened_during_the_run.clone(),
+        );
+        std::thread::spawn(move || {
+            // Blocks until a reader opens the FIFO: the agent's root loader, or this test.
+            let _writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            opened.store(!finished.load(Ordering::SeqCst), Ordering::SeqCst);
+        })
+    };
+    let server = serve(vec![Reply::text("Hello.")]).await;
+    let mut command = env.command(Some(&server), &["-p", "hi"]);
+    command
+        .env("SSL_CERT_FILE", &fifo)
+        .env_remove("SSL_CERT_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    // A loader waiting on the FIFO would hold the run forever: a deadline turns that into a
+    // failure.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = child.wait_with_output().unwrap();
+    finished.store(true, Ordering::SeqCst);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hello.\n");
+    // Lets the watcher go: this open is the test's own.
+    drop(std::fs::File::open(&fifo).unwrap());
+    watcher.join().unwrap();
+    assert!(
+        !opened_during_the_run.load(Ordering::SeqCst),
+        "the run opened the trust roots ($SSL_CERT_FILE) for a plain-HTTP server"
+    );
+}

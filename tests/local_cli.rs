@@ -8,7 +8,7 @@
 //! signals as a user on Linux or macOS would (see README, Windows).
 #![cfg(unix)]
 
-use mock_llm::{Emulation, MockServer, OllamaModel, Reply, Script};
+use mock_llm::{Emulation, LmStudioModel, MockServer, OllamaModel, Reply, Script};
 use serde_json::json;
 
 mod common;
@@ -210,6 +210,99 @@ async fn base_url_reads_a_llama_cpp_window_and_tool_call_messages_carry_empty_co
     assert!(
         out.stdout.is_empty(),
         "no empty line for a run that failed before any text"
+    );
+}
+
+#[tokio::test]
+async fn lm_studio_is_found_and_answers_with_the_loaded_model_and_its_window() {
+    let env = Env::new();
+    let server = MockServer::start(Script {
+        replies: vec![Reply::text("Hello from LM Studio.")],
+    })
+    .await
+    .unwrap();
+    server.emulate(Emulation::LmStudio {
+        models: vec![
+            LmStudioModel::new("qwen2.5-coder-14b-instruct", 32_768),
+            LmStudioModel::new("qwen3-8b", 40_960).loaded(8_192),
+        ],
+    });
+    let out = output(probing(&env, &server, &["--mode", "json", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events = json_events(&out.stdout);
+    assert_eq!(events[1]["model"]["id"], "qwen3-8b", "the loaded model");
+    assert_eq!(events[1]["model"]["provider"], "lmstudio");
+    assert_eq!(
+        events[1]["model"]["context_window"], 8_192,
+        "the window it was loaded with"
+    );
+    let request = &server.requests()[0];
+    assert_eq!(request.body["model"], "qwen3-8b");
+    assert!(request.body["tools"].is_array(), "it can call tools");
+}
+
+#[tokio::test]
+async fn an_lm_studio_model_not_trained_for_tools_is_still_offered_them() {
+    let env = Env::new();
+    let server = MockServer::start(Script {
+        replies: vec![Reply::text("Reading it.")],
+    })
+    .await
+    .unwrap();
+    server.emulate(Emulation::LmStudio {
+        models: vec![
+            LmStudioModel::new("gemma-3-4b-it", 131_072)
+                .loaded(4_096)
+                .without_tools(),
+        ],
+    });
+    let out = output(probing(&env, &server, &["-p", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Reading it.\n");
+    // LM Studio gives any model tools through its default tool-use format: no chat-only.
+    assert!(
+        !text(&out.stderr).contains("chat-only"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(server.requests()[0].body["tools"].is_array());
+}
+
+#[tokio::test]
+async fn vllm_is_found_with_its_window_and_without_tool_calling_falls_back_to_chat() {
+    let env = Env::new();
+    let server = MockServer::start(Script {
+        replies: vec![Reply::text("Just chatting.")],
+    })
+    .await
+    .unwrap();
+    server.emulate(Emulation::Vllm {
+        model: "Qwen/Qwen2.5-Coder-7B-Instruct".into(),
+        max_model_len: 16_384,
+        tools: false,
+    });
+    let out = output(probing(&env, &server, &["--mode", "json", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events = json_events(&out.stdout);
+    assert_eq!(events[1]["model"]["id"], "Qwen/Qwen2.5-Coder-7B-Instruct");
+    assert_eq!(events[1]["model"]["provider"], "vllm");
+    assert_eq!(
+        events[1]["model"]["context_window"], 16_384,
+        "max_model_len"
+    );
+    // vLLM started without --enable-auto-tool-choice refuses the tools with a 400: the
+    // request goes again without them, once.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(requests[0].body["tools"].is_array());
+    assert!(requests[1].body.get("tools").is_none());
+    let notice = events
+        .iter()
+        .find(|e| e.to_string().contains("chat-only mode"))
+        .unwrap_or_else(|| panic!("no chat-only notice: {events:?}"));
+    assert!(
+        notice.to_string().contains("enable-auto-tool-choice"),
+        "{notice}"
     );
 }
 

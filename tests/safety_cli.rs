@@ -56,7 +56,7 @@ async fn an_untrusted_repository_does_not_steer_the_model() {
     )
     .unwrap();
     let server = serve(vec![Reply::text("ok"), Reply::text("ok")]).await;
-    let out = env.run(Some(&server), &["-p", "hi"], "").await;
+    let out = env.run_confined(Some(&server), &["-p", "hi"], "").await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("is not trusted"), "{stderr}");
@@ -72,7 +72,9 @@ async fn an_untrusted_repository_does_not_steer_the_model() {
     assert!(!system.contains("different agent"), "{system}");
 
     // --trust loads them for one run (and remembers nothing).
-    let out = env.run(Some(&server), &["--trust", "-p", "hi"], "").await;
+    let out = env
+        .run_confined(Some(&server), &["--trust", "-p", "hi"], "")
+        .await;
     assert!(out.status.success());
     let system = server.requests()[1].body["messages"][0]["content"]
         .as_str()
@@ -138,7 +140,9 @@ async fn nobody_can_approve_in_print_mode_so_escalation_is_refused() {
         Reply::text("Understood."),
     ])
     .await;
-    let out = env.run(Some(&server), &["-p", "escalate"], "").await;
+    let out = env
+        .run_confined(Some(&server), &["-p", "escalate"], "")
+        .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!target.exists());
     let result = tool_result(&server, 1);
@@ -191,12 +195,23 @@ async fn with_approvals_off_a_write_outside_the_workspace_is_refused() {
 #[tokio::test]
 async fn doctor_says_what_confines_commands() {
     let env = Env::new();
-    let out = env.run(None, &["doctor"], "").await;
+    let out = env.run_confined(None, &["doctor"], "").await;
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("Landlock"), "{stdout}");
+    // One line per layer of this system's sandbox, each saying whether it works and why not.
+    if cfg!(target_os = "linux") {
+        assert!(stdout.contains("Landlock"), "{stdout}");
+    } else {
+        assert!(stdout.contains("Seatbelt"), "{stdout}");
+    }
     assert!(stdout.contains("sandbox mode: workspace-write"), "{stdout}");
     assert!(stdout.contains("approvals: on-request"), "{stdout}");
+    // Where nothing confines commands, it says what the agent does instead.
+    assert_eq!(
+        stdout.contains("nothing can confine commands here: the agent asks before every command that is not known read-only"),
+        !something_confines(),
+        "{stdout}"
+    );
 }
 
 // The test blocks on the child's output, so the server needs its own worker thread.
@@ -213,7 +228,7 @@ async fn an_approval_round_trip_over_rpc() {
         Reply::text("Done."),
     ])
     .await;
-    let mut rpc = Rpc::spawn(env.command(Some(&server), &["--mode", "rpc"]));
+    let mut rpc = Rpc::spawn(env.confined_command(Some(&server), &["--mode", "rpc"]));
     rpc.send(json!({"id": 1, "type": "prompt", "message": "go"}));
     let asked = rpc.event("approval_requested");
     assert_eq!(asked["request"]["reason"], "runs outside the sandbox");
@@ -257,7 +272,7 @@ async fn even_a_trusted_repository_cannot_widen_the_sandbox() {
     ])
     .await;
     let out = env
-        .run(Some(&server), &["--trust", "-p", "widen"], "")
+        .run_confined(Some(&server), &["--trust", "-p", "widen"], "")
         .await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");

@@ -392,7 +392,9 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
 }
 
 /// Whether a failed request failed because the model or server does not take tools (Ollama:
-/// "… does not support tools"; others: "tools are not supported", "tool use is not supported").
+/// "… does not support tools"; vLLM started without tool calling: "… requires
+/// --enable-auto-tool-choice …"; others: "tools are not supported", "tool use is not
+/// supported").
 fn rejects_tools(message: &AssistantMessage) -> bool {
     message.stop_reason == StopReason::Error
         && message.error_message.as_deref().is_some_and(|m| {
@@ -401,6 +403,7 @@ fn rejects_tools(message: &AssistantMessage) -> bool {
                 || m.contains("tools are not supported")
                 || m.contains("tool use is not supported")
                 || m.contains("tool calling is not supported")
+                || m.contains("--enable-auto-tool-choice")
         })
 }
 

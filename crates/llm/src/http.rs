@@ -11,13 +11,32 @@ use crate::{ErrorKind, EventStream, StreamEvent, StreamOptions};
 /// The reason given when a request is cancelled.
 pub(crate) const ABORTED: &str = "Request was aborted";
 
-/// A reqwest client on rustls with the ring provider, installed once per process (reqwest
-/// panics at build time without a process-wide provider).
+/// A reqwest client on rustls with the ring provider whose trust roots load at the first
+/// certificate it checks (`platform::tls`): building it reads no file, and a run that only
+/// talks plain HTTP (a local server) never loads them.
 pub(crate) fn client() -> reqwest::Client {
     install_tls();
-    reqwest::Client::builder()
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = match platform::tls::client_config(provider) {
+        Ok(config) => reqwest::Client::builder().tls_backend_preconfigured(config),
+        // Not expected (ring supports the default protocol versions): reqwest's own setup,
+        // which loads the roots now, still works.
+        Err(_) => reqwest::Client::builder(),
+    };
+    builder
         .build()
         .expect("reqwest client with rustls+ring builds")
+}
+
+/// Loads the trust roots in the background when `base_url` is HTTPS, so that the first
+/// request does not wait for them.
+pub(crate) fn warm_trust(base_url: &str) {
+    if base_url
+        .get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+    {
+        platform::tls::warm(std::sync::Arc::new(rustls::crypto::ring::default_provider()));
+    }
 }
 
 /// Installs the process-wide TLS provider reqwest needs before any client is built.

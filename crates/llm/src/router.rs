@@ -11,9 +11,7 @@ use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wir
 /// provider's environment variable (see [`api_key_env`]).
 #[derive(Clone, Default)]
 pub struct Router {
-    /// Built at the first call or by [`warm`](Self::warm): building one loads the system's
-    /// root certificates (~10 ms on a Linux machine), which a router made only to look a key
-    /// up should not pay. Clones share it.
+    /// Built at the first call or by [`warm`](Self::warm). Clones share it.
     client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     keys: HashMap<String, String>,
     headers: HashMap<String, Vec<(String, String)>>,
@@ -40,10 +38,12 @@ impl Router {
         self
     }
 
-    /// Builds the HTTP client on a thread of its own, so the first call finds it ready instead
-    /// of loading the certificates while the user waits for the first token. A call made
-    /// meanwhile waits for this build rather than starting another.
-    pub fn warm(&self) {
+    /// Builds the HTTP client on a thread of its own, and loads the trust roots on another
+    /// when `model` is reached over HTTPS, so the first call finds both ready instead of
+    /// loading them while the user waits for the first token. A call made meanwhile waits for
+    /// this build rather than starting another; a plain-HTTP model never loads the roots.
+    pub fn warm(&self, model: &Model) {
+        http::warm_trust(&model.base_url);
         let client = self.client.clone();
         let spawned = std::thread::Builder::new()
             .name("http-client".into())
@@ -131,7 +131,7 @@ mod tests {
         let router = Router::new();
         let clone = router.clone();
         assert!(clone.client.get().is_none(), "nothing is built before");
-        router.warm();
+        router.warm(&crate::Registry::builtin().models()[0]);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while clone.client.get().is_none() {
             assert!(

@@ -1,11 +1,12 @@
-//! Detection of local servers against mock-llm emulating Ollama's and llama.cpp's discovery
-//! endpoints over real HTTP: models, the loaded one first, the real context window, tool
-//! support, and a whole probe that keeps its deadline when a server never answers.
+//! Detection of local servers against mock-llm emulating Ollama's, llama.cpp's, LM Studio's
+//! and vLLM's discovery endpoints over real HTTP: models, the loaded one first, the real
+//! context window, tool support, and a whole probe that keeps its deadline when a server
+//! never answers.
 
 use std::time::{Duration, Instant};
 
 use llm::local::{self, LocalKind, Probe};
-use mock_llm::{Emulation, MockServer, OllamaModel, Script};
+use mock_llm::{Emulation, LmStudioModel, MockServer, OllamaModel, Script};
 
 async fn emulating(emulation: Emulation) -> MockServer {
     let server = MockServer::start(Script::default()).await.unwrap();
@@ -72,6 +73,79 @@ async fn llama_cpp_reports_n_ctx_from_props() {
     assert_eq!(model.id, "smollm2");
     assert_eq!(model.context_window, 2_048);
     assert_eq!(model.provider, "llama.cpp");
+}
+
+#[tokio::test]
+async fn lm_studio_models_come_with_the_window_they_were_loaded_with() {
+    let lm_studio = emulating(Emulation::LmStudio {
+        models: vec![
+            LmStudioModel::new("qwen2.5-coder-14b-instruct", 32_768),
+            LmStudioModel::new("qwen3-8b", 40_960).loaded(8_192),
+            LmStudioModel::new("gemma-3-4b-it", 131_072).without_tools(),
+            LmStudioModel::new("text-embedding-nomic-embed-text-v1.5", 2_048).embeddings(),
+        ],
+    })
+    .await;
+    for kind in [Some(LocalKind::LmStudio), None] {
+        let found =
+            local::detect(&[Probe::new(&lm_studio.url(), kind)], local::PROBE_DEADLINE).await;
+        assert_eq!(found.len(), 1, "{kind:?}");
+        let server = &found[0];
+        assert_eq!(server.kind, LocalKind::LmStudio, "{kind:?}");
+        let ids: Vec<&str> = server.models.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["qwen2.5-coder-14b-instruct", "qwen3-8b", "gemma-3-4b-it"],
+            "embedding models are not offered"
+        );
+        let preferred = server.preferred().unwrap();
+        assert_eq!(preferred.id, "qwen3-8b", "the loaded model first");
+        let model = server.model(preferred);
+        assert_eq!(
+            model.context_window, 8_192,
+            "the window it was loaded with, not its maximum"
+        );
+        assert_eq!(model.provider, "lmstudio");
+        let by_id = |id: &str| server.models.iter().find(|m| m.id == id).unwrap();
+        assert_eq!(by_id("qwen3-8b").max_context, Some(40_960));
+        assert_eq!(
+            by_id("qwen2.5-coder-14b-instruct").context_window,
+            Some(32_768),
+            "not loaded: its maximum"
+        );
+        // LM Studio lists `tool_use` for models trained for it, and nothing for the others,
+        // which it still serves tools to (its own default tool-use format): not known, not
+        // refused.
+        assert_eq!(by_id("gemma-3-4b-it").tools, None);
+        assert_eq!(by_id("qwen3-8b").tools, Some(true));
+    }
+    assert!(
+        lm_studio
+            .discovery_requests()
+            .iter()
+            .any(|r| r == "GET /api/v0/models")
+    );
+}
+
+#[tokio::test]
+async fn vllm_reports_max_model_len() {
+    let vllm = emulating(Emulation::Vllm {
+        model: "Qwen/Qwen2.5-Coder-7B-Instruct".into(),
+        max_model_len: 16_384,
+        tools: true,
+    })
+    .await;
+    for kind in [Some(LocalKind::Vllm), None] {
+        let found = local::detect(&[Probe::new(&vllm.url(), kind)], local::PROBE_DEADLINE).await;
+        assert_eq!(found.len(), 1, "{kind:?}");
+        let server = &found[0];
+        assert_eq!(server.kind, LocalKind::Vllm, "{kind:?}");
+        let model = server.model(server.preferred().unwrap());
+        assert_eq!(model.id, "Qwen/Qwen2.5-Coder-7B-Instruct");
+        assert_eq!(model.context_window, 16_384);
+        assert_eq!(model.provider, "vllm");
+        assert_eq!(model.base_url, format!("{}/v1", vllm.origin()));
+    }
 }
 
 #[tokio::test]

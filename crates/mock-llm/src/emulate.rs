@@ -1,15 +1,82 @@
 //! Discovery endpoints of real local servers, so that detection is tested against the same
 //! answers the real ones give: Ollama's `/api/tags`, `/api/ps` and `/api/show`, llama.cpp's
-//! `/props`, and the `/v1/models` list both serve. Chat requests still follow the script.
+//! `/props`, LM Studio's `/api/v0/models`, vLLM's `/v1/models` (with `max_model_len`), and
+//! the `/v1/models` list every one serves. Chat requests still follow the script, but for
+//! what the real server refuses before answering: vLLM started without tool calling rejects
+//! any request that offers tools, with its own error.
 
 use serde_json::{Value, json};
 
 /// Which server the mock pretends to be, besides serving its script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Emulation {
-    Ollama { models: Vec<OllamaModel> },
-    LlamaCpp { model: String, n_ctx: u64 },
+    Ollama {
+        models: Vec<OllamaModel>,
+    },
+    LlamaCpp {
+        model: String,
+        n_ctx: u64,
+    },
+    /// LM Studio's server (`lms server start`, port 1234).
+    LmStudio {
+        models: Vec<LmStudioModel>,
+    },
+    /// `vllm serve MODEL --max-model-len N`, with `--enable-auto-tool-choice` or not.
+    Vllm {
+        model: String,
+        max_model_len: u64,
+        tools: bool,
+    },
 }
+
+/// One model of an emulated LM Studio, as `/api/v0/models` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LmStudioModel {
+    pub id: String,
+    /// `llm`, `vlm` or `embeddings`.
+    pub kind: &'static str,
+    /// What the model was trained for.
+    pub max_context_length: u64,
+    /// Loaded, with this context length (LM Studio loads with less than the maximum by
+    /// default).
+    pub loaded_context_length: Option<u64>,
+    /// `tool_use` among its capabilities (LM Studio lists capabilities only for models that
+    /// have one).
+    pub tool_use: bool,
+}
+
+impl LmStudioModel {
+    /// A language model that can call tools, not loaded.
+    pub fn new(id: &str, max_context_length: u64) -> Self {
+        Self {
+            id: id.to_string(),
+            kind: "llm",
+            max_context_length,
+            loaded_context_length: None,
+            tool_use: true,
+        }
+    }
+
+    pub fn loaded(mut self, context: u64) -> Self {
+        self.loaded_context_length = Some(context);
+        self
+    }
+
+    pub fn without_tools(mut self) -> Self {
+        self.tool_use = false;
+        self
+    }
+
+    pub fn embeddings(mut self) -> Self {
+        self.kind = "embeddings";
+        self.tool_use = false;
+        self
+    }
+}
+
+/// vLLM's answer to a request offering tools when it was started without tool calling.
+pub const VLLM_NO_TOOLS: &str = "\"auto\" tool choice requires --enable-auto-tool-choice and \
+                                  --tool-call-parser to be set";
 
 /// One model of an emulated Ollama.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +117,8 @@ impl OllamaModel {
 
 impl Emulation {
     /// Parses the command-line form: `ollama:NAME[:LOADED_CTX]` (a loaded model; add
-    /// `:notools` for one without tool support) or `llama.cpp:NAME:N_CTX`.
+    /// `:notools` for one without tool support), `llama.cpp:NAME:N_CTX`,
+    /// `lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools]` or `vllm:NAME:MAX_MODEL_LEN[:notools]`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let parts: Vec<&str> = text.split(':').collect();
         let number = |s: &str| {
@@ -81,8 +149,30 @@ impl Emulation {
                 model: name.to_string(),
                 n_ctx: number(n_ctx)?,
             }),
+            ["lmstudio", name, max, rest @ ..] => {
+                let mut model = LmStudioModel::new(name, number(max)?);
+                for part in rest {
+                    if *part == "notools" {
+                        model.tool_use = false;
+                    } else {
+                        model.loaded_context_length = Some(number(part)?);
+                    }
+                }
+                Ok(Self::LmStudio {
+                    models: vec![model],
+                })
+            }
+            ["vllm", name, max, rest @ ..] if rest.iter().all(|p| *p == "notools") => {
+                Ok(Self::Vllm {
+                    model: name.to_string(),
+                    max_model_len: number(max)?,
+                    tools: rest.is_empty(),
+                })
+            }
             _ => Err(format!(
-                "--emulate {text}: use ollama:NAME[:LOADED_CTX][:notools] or llama.cpp:NAME:N_CTX"
+                "--emulate {text}: use ollama:NAME[:LOADED_CTX][:notools], \
+                 llama.cpp:NAME:N_CTX, lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools] or \
+                 vllm:NAME:MAX_MODEL_LEN[:notools]"
             )),
         }
     }
@@ -135,6 +225,78 @@ impl Emulation {
                 "object": "list",
                 "data": [{"id": model, "object": "model", "meta": {"n_ctx_train": n_ctx}}]
             })),
+            (Self::LmStudio { models }, "GET", "/api/v0/models") => Some(json!({
+                "object": "list",
+                "data": models.iter().map(|m| {
+                    let mut entry = json!({
+                        "id": m.id, "object": "model", "type": m.kind,
+                        "publisher": "lmstudio-community", "arch": "qwen3",
+                        "compatibility_type": "gguf", "quantization": "Q4_K_M",
+                        "state": if m.loaded_context_length.is_some() { "loaded" } else { "not-loaded" },
+                        "max_context_length": m.max_context_length,
+                    });
+                    if let Some(loaded) = m.loaded_context_length {
+                        entry["loaded_context_length"] = json!(loaded);
+                    }
+                    if m.tool_use {
+                        entry["capabilities"] = json!(["tool_use"]);
+                    }
+                    entry
+                }).collect::<Vec<_>>()
+            })),
+            (Self::LmStudio { models }, "GET", "/v1/models") => Some(json!({
+                "object": "list",
+                "data": models.iter().map(|m| json!({
+                    "id": m.id, "object": "model", "owned_by": "organization_owner"
+                })).collect::<Vec<_>>()
+            })),
+            (
+                Self::Vllm {
+                    model,
+                    max_model_len,
+                    ..
+                },
+                "GET",
+                "/v1/models",
+            ) => Some(json!({
+                "object": "list",
+                "data": [{
+                    "id": model, "object": "model", "created": 1_733_500_000u64,
+                    "owned_by": "vllm", "root": model, "parent": null,
+                    "max_model_len": max_model_len,
+                    "permission": [{
+                        "id": "modelperm-0", "object": "model_permission",
+                        "created": 1_733_500_000u64, "allow_create_engine": false,
+                        "allow_sampling": true, "allow_logprobs": true,
+                        "allow_search_indices": false, "allow_view": true,
+                        "allow_fine_tuning": false, "organization": "*", "group": null,
+                        "is_blocking": false
+                    }]
+                }]
+            })),
+            _ => None,
+        }
+    }
+
+    /// What the emulated server refuses before the script is asked: vLLM without tool calling
+    /// answers 400 to any chat request that offers tools.
+    pub(crate) fn refusal(&self, path: &str, body: &Value) -> Option<(u16, Value)> {
+        match self {
+            Self::Vllm { tools: false, .. }
+                if path == "/v1/chat/completions"
+                    && body
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .is_some_and(|t| !t.is_empty()) =>
+            {
+                Some((
+                    400,
+                    json!({
+                        "object": "error", "message": VLLM_NO_TOOLS,
+                        "type": "BadRequestError", "param": null, "code": 400
+                    }),
+                ))
+            }
             _ => None,
         }
     }

@@ -14,6 +14,6 @@ mod openai_responses;
 mod script;
 mod server;
 
-pub use emulate::{Emulation, OllamaModel};
+pub use emulate::{Emulation, LmStudioModel, OllamaModel, VLLM_NO_TOOLS};
 pub use script::{Fault, Reply, Script, ScriptToolCall, ScriptUsage};
 pub use server::{MockServer, RecordedRequest, render_sse};

@@ -15,8 +15,9 @@ struct Args {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Also serve a local server's discovery endpoints: `ollama:NAME[:LOADED_CTX][:notools]`
-    /// or `llama.cpp:NAME:N_CTX`.
+    /// Also serve a local server's discovery endpoints: `ollama:NAME[:LOADED_CTX][:notools]`,
+    /// `llama.cpp:NAME:N_CTX`, `lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools]` or
+    /// `vllm:NAME:MAX_MODEL_LEN[:notools]`.
     #[arg(long, value_parser = Emulation::parse)]
     emulate: Option<Emulation>,
 }

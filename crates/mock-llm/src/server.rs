@@ -251,6 +251,16 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         let message = format!("mock-llm: no API at {path}");
         return Ok(json_error(StatusCode::NOT_FOUND, &message));
     };
+    let refused = lock(&state.emulation)
+        .as_ref()
+        .and_then(|e| e.refusal(&path, &body));
+    if let Some((status, answer)) = refused {
+        return Ok(Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(full(answer.to_string()))
+            .expect("static response parts are valid"));
+    }
     let Some(reply) = lock(&state.replies).pop_front() else {
         let message = "mock-llm: script exhausted";
         return Ok(json_error(StatusCode::INTERNAL_SERVER_ERROR, message));

@@ -10,6 +10,8 @@
 //! - [`shell`]: the shell commands run in (bash; Git Bash or PowerShell on Windows).
 //! - [`signals`]: the requests to stop that reach a process (SIGINT, SIGTERM, SIGHUP on Unix;
 //!   Ctrl+C, Ctrl+Break and closing the console on Windows).
+//! - [`tls`]: whom HTTPS trusts (the system's verifier on macOS and Windows, the bundle file
+//!   on Linux), loaded only when HTTPS is used.
 //! - [`terminal`]: job control (Ctrl+Z), the terminal hanging up, input typed ahead; Unix
 //!   only, nothing on Windows.
 //!
@@ -22,6 +24,7 @@ pub mod process;
 pub mod shell;
 pub mod signals;
 pub mod terminal;
+pub mod tls;
 
 #[cfg(unix)]
 #[path = "unix/mod.rs"]
