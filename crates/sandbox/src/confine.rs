@@ -224,7 +224,11 @@ impl Sandbox {
         ];
         let denied = DENIED.iter().any(|p| output.contains(p))
             || (!self.policy.network && NO_NETWORK.iter().any(|p| output.contains(p)));
-        (denied && self.policy.mode != SandboxMode::DangerFullAccess).then(|| self.denial_note())
+        // Where nothing confined the command (Windows, a kernel without any layer), the
+        // sandbox refused nothing: no note that would say it did.
+        let confined = self.policy.mode != SandboxMode::DangerFullAccess
+            && self.summary().level != crate::probe::Level::None;
+        (denied && confined).then(|| self.denial_note())
     }
 
     /// What the sandbox allows, and how to ask for more: appended to a confined command's

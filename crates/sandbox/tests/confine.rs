@@ -583,9 +583,23 @@ fn scenario_the_agent_s_namespace_is_out_of_reach_through_proc() {
 #[test]
 fn a_permission_error_gets_the_note_and_other_failures_do_not() {
     let ws = std::path::Path::new("/var/tmp");
-    let sandbox = |mode, network| {
-        sandbox::Sandbox::new(Policy::new(mode, ws, &[], network), Capabilities::none())
+    // Made up: a machine with every layer (the note is about what the sandbox refused).
+    let every_layer = Capabilities {
+        backend: sandbox::Backend::Linux,
+        landlock_abi: Some(5),
+        seccomp: true,
+        mount_ns: MountNs::User,
+        ..Capabilities::none()
     };
+    let sandbox = |mode, network| {
+        sandbox::Sandbox::new(Policy::new(mode, ws, &[], network), every_layer.clone())
+    };
+    // Where nothing confined the command, nothing was refused by the sandbox: no note.
+    let unconfined = sandbox::Sandbox::new(
+        Policy::new(SandboxMode::WorkspaceWrite, ws, &[], None),
+        Capabilities::none(),
+    );
+    assert_eq!(unconfined.explain_failure("Permission denied"), None);
     let write = sandbox(SandboxMode::WorkspaceWrite, Some(true));
     for output in [
         "touch: cannot touch '/etc/x': Permission denied",
