@@ -56,3 +56,5 @@ runuser -u "$user" -- env -i \
     SANDBOX_TEST_EXPECT_LAYERS=seccomp \
     bash -c 'cd ~/checkout && python3 scripts/without-landlock.py cargo test --workspace --locked --offline'
 echo "== as $user: $((SECONDS - start)) s"
+# Its build is a second one of the whole workspace: not kept.
+rm -rf "$copy/target"

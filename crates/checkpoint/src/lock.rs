@@ -2,7 +2,7 @@
 //! holds it exclusive. Pruning collects garbage with `--prune=now`, which is only safe while
 //! no other process is between writing objects and referencing them.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 
 use platform::fs::{Share, Wait};
@@ -32,15 +32,7 @@ pub(crate) const MOMENT: std::time::Duration = std::time::Duration::from_millis(
 
 /// Takes the lock on `path` (created private if missing).
 pub(crate) fn lock(path: &Path, mode: Mode) -> Result<Option<Held>> {
-    let file = platform::fs::private(
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true),
-    )
-    .open(path)
-    .map_err(CheckpointError::io(path))?;
+    let file = platform::fs::open_lock_file(path).map_err(CheckpointError::io(path))?;
     let (share, wait) = match mode {
         Mode::Shared => (Share::Shared, Wait::Block),
         Mode::Exclusive => (Share::Exclusive, Wait::Block),

@@ -143,6 +143,21 @@ pub enum Share {
     Exclusive,
 }
 
+/// Opens the lock file at `path` for [`lock`], creating it private if it is missing (its
+/// content is never read or written).
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    let file = private(
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true),
+    )
+    .open(path)?;
+    make_private(&file)?;
+    Ok(file)
+}
+
 /// Takes an advisory lock on `file` (open for writing), released when the file is closed,
 /// also by a crash. `Ok(false)`: another open file holds it and `wait` was [`Wait::No`].
 ///

@@ -23,6 +23,14 @@ pub fn stop_job(continued: &AtomicBool) {
     crate::sys::stop_job(continued);
 }
 
+/// Makes the terminal interpret escape sequences (colours, cursor moves, scroll regions): on
+/// Windows, turns on the console's virtual-terminal processing, which Windows Terminal has
+/// on and the console host (conhost) since Windows 10 can take. False when the console
+/// refuses (an older Windows); always true on Unix.
+pub fn enable_escape_sequences() -> bool {
+    crate::sys::enable_escape_sequences()
+}
+
 /// Bytes waiting to be read from the terminal on standard input (0 when it is not a
 /// terminal, and on Windows).
 pub fn pending_input() -> usize {

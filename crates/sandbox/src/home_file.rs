@@ -4,7 +4,7 @@
 //! an advisory lock on `<file>.lock` from reading the file to renaming the new one in, so two
 //! agents that both add a rule keep both.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -132,16 +132,7 @@ pub(crate) fn lock(path: &Path) -> Result<WriteLock, StoreError> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
-    let file = platform::fs::private(
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true),
-    )
-    .open(&lock_path)
-    .map_err(StoreError::io(&lock_path))?;
-    platform::fs::make_private(&file).map_err(StoreError::io(&lock_path))?;
+    let file = platform::fs::open_lock_file(&lock_path).map_err(StoreError::io(&lock_path))?;
     platform::fs::lock(
         &file,
         platform::fs::Share::Exclusive,

@@ -65,6 +65,13 @@ static ALTERNATE: AtomicBool = AtomicBool::new(false);
 pub(crate) static TYPED_AHEAD: AtomicUsize = AtomicUsize::new(0);
 
 pub fn enter(screen: Screen) -> std::io::Result<Guard> {
+    // Frames are escape sequences written as bytes (scroll regions, synchronized updates).
+    if !platform::terminal::enable_escape_sequences() {
+        return Err(std::io::Error::other(
+            "this console does not interpret escape sequences: use Windows Terminal, or the \
+             console of Windows 10 or later",
+        ));
+    }
     let hook = hold_panics();
     enable_raw_mode()?;
     // Counted after raw mode is on: before, a line not ended yet is not counted.

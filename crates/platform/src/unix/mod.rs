@@ -386,6 +386,10 @@ pub(crate) fn unbuffered_stdout() -> Box<dyn io::Write + Send> {
     }
 }
 
+pub(crate) fn enable_escape_sequences() -> bool {
+    true
+}
+
 pub(crate) fn pending_input() -> usize {
     let mut count: libc::c_int = 0;
     // SAFETY: FIONREAD stores one int at the pointer, which is valid for the call.

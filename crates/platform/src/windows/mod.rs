@@ -405,6 +405,26 @@ pub(crate) fn unbuffered_stdout() -> Box<dyn io::Write + Send> {
     Box::new(io::stdout())
 }
 
+pub(crate) fn enable_escape_sequences() -> bool {
+    use windows_sys::Win32::System::Console::{
+        ENABLE_VIRTUAL_TERMINAL_PROCESSING, GetConsoleMode, GetStdHandle, STD_OUTPUT_HANDLE,
+        SetConsoleMode,
+    };
+    // SAFETY: the process's standard output handle (not owned: never closed here), and a
+    // mode to read into.
+    unsafe {
+        let out = GetStdHandle(STD_OUTPUT_HANDLE);
+        let mut mode = 0;
+        if GetConsoleMode(out, &mut mode) == 0 {
+            // Not a console (a pipe, a terminal emulator's pty such as mintty's): nothing
+            // to turn on, and the escape sequences go through as bytes.
+            return true;
+        }
+        mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING != 0
+            || SetConsoleMode(out, mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING) != 0
+    }
+}
+
 pub(crate) fn pending_input() -> usize {
     0
 }

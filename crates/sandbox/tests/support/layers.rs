@@ -201,36 +201,31 @@ pub fn run_scenarios_degraded(filter: &str) {
 /// The seccomp programs of [`run_scenarios_degraded`]: one fails `landlock_*` with ENOSYS,
 /// the other `unshare` with EPERM (one program has one action for what it matches).
 fn refusing_filters() -> [seccompiler::BpfProgram; 2] {
-    use seccompiler::{SeccompAction, SeccompFilter, SeccompRule};
-    use std::collections::BTreeMap;
-    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).unwrap();
-    let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for call in [
+    let landlock = [
         libc::SYS_landlock_create_ruleset,
         libc::SYS_landlock_add_rule,
         libc::SYS_landlock_restrict_self,
-    ] {
-        enosys.insert(call, Vec::new());
-    }
-    let landlock: seccompiler::BpfProgram = SeccompFilter::new(
-        enosys,
+    ];
+    [
+        refusing(&landlock, libc::ENOSYS),
+        refusing(&[libc::SYS_unshare], libc::EPERM),
+    ]
+}
+
+/// A program failing `calls` with `errno`, allowing everything else.
+fn refusing(calls: &[i64], errno: i32) -> seccompiler::BpfProgram {
+    use seccompiler::{SeccompAction, SeccompFilter, SeccompRule};
+    use std::collections::BTreeMap;
+    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).unwrap();
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        calls.iter().map(|&call| (call, Vec::new())).collect();
+    SeccompFilter::new(
+        rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
     .unwrap()
     .try_into()
-    .unwrap();
-    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    eperm.insert(libc::SYS_unshare, Vec::new());
-    let unshare: seccompiler::BpfProgram = SeccompFilter::new(
-        eperm,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
     .unwrap()
-    .try_into()
-    .unwrap();
-    [landlock, unshare]
 }
