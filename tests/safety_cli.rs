@@ -166,7 +166,7 @@ async fn with_approvals_off_a_write_outside_the_workspace_is_refused() {
     ])
     .await;
     let out = env
-        .run(Some(&server), &["-a", "never", "-p", "write there"], "")
+        .run_confined(Some(&server), &["-a", "never", "-p", "write there"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!target.exists());
@@ -182,7 +182,7 @@ async fn with_approvals_off_a_write_outside_the_workspace_is_refused() {
     ])
     .await;
     let out = env
-        .run(
+        .run_confined(
             Some(&server),
             &["--sandbox", "danger-full-access", "-p", "write there"],
             "",
