@@ -12,7 +12,11 @@ use crate::config::Config;
 pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
     let mut out = String::new();
     let capabilities = sandbox::probe();
-    let _ = writeln!(out, "Kernel features for confining commands:");
+    let _ = writeln!(
+        out,
+        "What {} offers for confining commands:",
+        platform::SYSTEM
+    );
     for line in &capabilities.report {
         let _ = writeln!(out, "  {line}");
     }

@@ -184,22 +184,20 @@ impl Hooks for Guard {
         match call.name.as_str() {
             "bash" => self.check_bash(&call.arguments, approvals).await,
             "write" | "edit" => self.check_write(call, approvals).await,
-            name if name.starts_with("mcp__") && self.mode == ApprovalMode::Untrusted => {
-                let question = Question {
-                    subject: format!("{name} {}", call.arguments),
-                    reason: "an MCP server's tool (approval mode untrusted)".into(),
-                    ..Question::default()
+            // A server's process is confined like commands are: where nothing confines it,
+            // its tools are asked about as commands are.
+            name if name.starts_with("mcp__")
+                && (self.mode == ApprovalMode::Untrusted || self.unconfinable) =>
+            {
+                let reason = if self.unconfinable {
+                    "an MCP server's tool, and nothing on this machine confines its server \
+                     (see coding-agent doctor)"
+                } else {
+                    "an MCP server's tool (approval mode untrusted)"
                 };
-                self.ask(approvals, question).await
-            }
-            // A server's process is confined like commands are: where nothing confines
-            // them, its tools are asked about like commands.
-            name if name.starts_with("mcp__") && self.unconfinable => {
                 let question = Question {
                     subject: format!("{name} {}", call.arguments),
-                    reason: "an MCP server's tool, and nothing on this machine confines its \
-                             server (see coding-agent doctor)"
-                        .into(),
+                    reason: reason.into(),
                     ..Question::default()
                 };
                 self.ask(approvals, question).await

@@ -142,6 +142,28 @@ mod tests {
         }
     }
 
+    /// The prompt names the shell the bash tool really runs, not the user's `$SHELL`.
+    #[test]
+    fn the_shell_named_is_the_one_commands_run_in() {
+        let home = Home::new(std::env::temp_dir().join("no-such-home"));
+        let inputs = PromptInputs::gather(
+            &home,
+            Path::new("/"),
+            "2025-03-04",
+            String::new(),
+            RepoFiles::Skip,
+        );
+        let shell = platform::shell::Shell::detect();
+        assert!(
+            inputs.shell.contains(&shell.program.display().to_string()),
+            "{}",
+            inputs.shell
+        );
+        if cfg!(unix) && Path::new("/bin/bash").exists() {
+            assert_eq!(inputs.shell, "bash (/bin/bash)");
+        }
+    }
+
     #[test]
     fn built_in_template_fills_every_placeholder() {
         let prompt = SystemPrompt {

@@ -190,7 +190,6 @@ enum End {
     Aborted,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run(
     cwd: &std::path::Path,
     options: &BashOptions,
