@@ -42,6 +42,10 @@ pub struct Config {
     /// `[mcp_servers.NAME]`: MCP servers whose tools the agent gets (Codex's shape).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, mcp::ServerConfig>,
+    /// The names in `mcp_servers` a trusted repository's config set: each starts only once
+    /// the user approved it for that repository (`crate::project_servers`).
+    #[serde(skip)]
+    pub project_mcp_servers: Vec<String>,
     #[serde(default)]
     pub mcp: McpConfig,
     /// What loading had to say (settings it ignored), for the user to see once.
@@ -217,6 +221,13 @@ impl Config {
                     project.display()
                 ));
             }
+            // Nor decide where a key goes through an MCP server, nor run one unconfined.
+            for (name, server) in overrides.mcp_servers.iter_mut() {
+                config
+                    .notices
+                    .extend(home_only_server_fields(name, server, &project));
+                config.project_mcp_servers.push(name.clone());
+            }
             if let Some(model) = overrides.model.take() {
                 config.notices.push(format!(
                     "{}: `model = \"{model}\"` is ignored: a repository cannot choose the model \
@@ -320,6 +331,48 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
+}
+
+/// Takes off a repository's MCP server what only the home config may set, with a notice for
+/// each: the variables whose values (provider keys) it would get or send (`env_vars`,
+/// `bearer_token_env`, `env_http_headers`), and running unconfined (`sandbox = false`).
+fn home_only_server_fields(
+    name: &str,
+    server: &mut mcp::ServerConfig,
+    project: &Path,
+) -> Vec<String> {
+    let mut notices = Vec::new();
+    let mut keys = Vec::new();
+    if !std::mem::take(&mut server.env_vars).is_empty() {
+        keys.push("env_vars");
+    }
+    if server.bearer_token_env.take().is_some() {
+        keys.push("bearer_token_env");
+    }
+    if !std::mem::take(&mut server.env_http_headers).is_empty() {
+        keys.push("env_http_headers");
+    }
+    if !keys.is_empty() {
+        notices.push(format!(
+            "{}: MCP server `{name}`: {} ignored: a repository cannot decide which of your \
+             variables (your keys) a server gets; set them for it in the home config.toml",
+            project.display(),
+            if keys.len() == 1 {
+                format!("`{}` is", keys[0])
+            } else {
+                format!("`{}` are", keys.join("`, `"))
+            }
+        ));
+    }
+    if server.sandbox == Some(false) {
+        server.sandbox = None;
+        notices.push(format!(
+            "{}: MCP server `{name}`: `sandbox = false` is ignored: a repository cannot run a \
+             server unconfined; set it in the home config.toml",
+            project.display()
+        ));
+    }
+    notices
 }
 
 #[cfg(test)]

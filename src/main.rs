@@ -9,6 +9,7 @@ mod first_run;
 mod guard;
 mod local;
 mod modes;
+mod project_servers;
 mod rewind;
 mod safety;
 mod sessions;
@@ -69,6 +70,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     let mut config = Config::load(&home.config_file(), &cwd, repo.files == RepoFiles::Read)
         .map_err(|e| Fail(format!("config error in {e}")))?;
     config.notices.extend(repo.notice);
+    project_servers::gate(&mut config, &home, &cwd, interactive)?;
     let auth = auth::Auth::load(&home).map_err(|e| Fail(format!("auth file error in {e}")))?;
     config.stored_keys = auth.keys.clone();
     if config.model.is_none() {

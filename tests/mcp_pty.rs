@@ -134,7 +134,7 @@ fn a_crashed_server_shows_in_mcp_and_restarts() {
     session.wait_for("mcp 1/1");
     session.type_text("/mcp");
     session.send("\r");
-    session.wait_for("• t — ready, 8 tools");
+    session.wait_for("• t — ready, 9 tools");
 }
 
 #[test]
@@ -166,4 +166,49 @@ fn under_untrusted_an_mcp_call_asks_first() {
     session.send("y");
     session.wait_for("Written.");
     assert!(made.exists());
+}
+
+/// Interactive, the user is asked about each of a trusted repository's MCP servers, shown
+/// what it runs or where it connects; approved, the server starts, without the keys the
+/// repository tried to give it, and is not asked about again.
+#[test]
+fn a_repository_s_server_is_asked_about_once_and_gets_no_key() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    server.push(Reply::tool_call(
+        "mcp__y__getenv",
+        json!({"name": "GEMINI_API_KEY"}),
+    ));
+    server.push(Reply::text("Checked."));
+    server.push(Reply::text("Again."));
+    let config = mcp_server_entry("y", &[], "env_vars = [\"GEMINI_API_KEY\"]");
+    let prepare = |dir: &std::path::Path| {
+        std::fs::create_dir_all(dir.join(".coding-agent")).unwrap();
+        std::fs::write(dir.join(".coding-agent/config.toml"), &config).unwrap();
+    };
+    let mut session = Session::start_with_env(
+        &server,
+        &["--trust"],
+        &[("GEMINI_API_KEY", "gemini-secret")],
+        prepare,
+    );
+    session.wait_for("names an MCP server `y`: it runs `");
+    session.wait_for("Start it (remembered for this repository until it changes)? [y/N]");
+    session.send("y\r");
+    session.wait_for("Type a message");
+    session.type_text("check the key");
+    session.send("\r");
+    session.wait_for("Checked.");
+    let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
+    let result = requests[1].body["messages"].to_string();
+    assert!(result.contains("(unset)"), "{result}");
+    assert!(!result.contains("gemini-secret"), "{result}");
+    let approved = std::fs::read_to_string(session.home.path().join("mcp-servers.toml")).unwrap();
+    assert!(approved.contains("y stdio"), "{approved}");
+    // The next start in the same repository does not ask again.
+    let (dir, home) = session.into_dirs();
+    let mut again = Session::start_in(&server, &["--trust"], (30, 100), (dir, home));
+    again.wait_for("Type a message");
+    assert!(!again.contents().contains("names an MCP server"));
+    again.send("\x03\x03");
 }

@@ -45,6 +45,23 @@ impl Session {
         Self::start_sized(server, args, (ROWS, COLS), prepare)
     }
 
+    /// With more flags, in a work directory `prepare` fills first, and these environment
+    /// variables (set after the provider keys are taken out, so a test can give one).
+    pub fn start_with_env(
+        server: &MockServer,
+        args: &[&str],
+        env: &[(&str, &str)],
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        prepare(dir.path());
+        let home = tempfile::tempdir().unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        command.args(args);
+        Self::spawn_after(command, (ROWS, COLS), (dir, home), b"", env)
+    }
+
     /// In a terminal of `rows` × `cols`.
     pub fn start_sized(
         server: &MockServer,
@@ -78,7 +95,7 @@ impl Session {
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
         command.args(["--base-url", &server.url(), "--model", "mock-model"]);
         let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        Self::spawn_after(command, (ROWS, COLS), dirs, keys.as_bytes())
+        Self::spawn_after(command, (ROWS, COLS), dirs, keys.as_bytes(), &[])
     }
 
     /// Runs the binary with exactly `args` and `env` (no mock flags): for the first run, and
@@ -129,7 +146,7 @@ impl Session {
         size: (u16, u16),
         dirs: (tempfile::TempDir, tempfile::TempDir),
     ) -> Self {
-        Self::spawn_after(command, size, dirs, b"")
+        Self::spawn_after(command, size, dirs, b"", &[])
     }
 
     /// Spawns the program once `typed` is in the terminal's input.
@@ -138,6 +155,7 @@ impl Session {
         (rows, cols): (u16, u16),
         (dir, home): (tempfile::TempDir, tempfile::TempDir),
         typed: &[u8],
+        env: &[(&str, &str)],
     ) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
@@ -163,6 +181,9 @@ impl Session {
             command.env("CODING_AGENT_LOCAL_PROBES", "");
         }
         command.env("CODING_AGENT_HOME", home.path());
+        for (name, value) in env {
+            command.env(name, value);
+        }
         let mut writer = pty.master.take_writer().unwrap();
         // The open slave's line discipline takes these in now, with its default settings.
         writer.write_all(typed).unwrap();

@@ -87,6 +87,15 @@ impl TestServer {
                 })),
             ),
             Tool::new(
+                "getenv",
+                "Returns the value of an environment variable of the server, or (unset)",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                })),
+            ),
+            Tool::new(
                 "image",
                 "Returns a picture",
                 schema(json!({"type": "object"})),
@@ -175,6 +184,11 @@ impl ServerHandler for TestServer {
                         "cannot write {path}: {e}"
                     ))]),
                 }
+            }
+            "getenv" => {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or("");
+                let value = std::env::var(name).unwrap_or_else(|_| "(unset)".into());
+                CallToolResult::success(vec![ContentBlock::text(value)])
             }
             "image" => CallToolResult::success(vec![
                 ContentBlock::text("a pixel"),

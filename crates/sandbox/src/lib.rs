@@ -9,6 +9,8 @@
 //!   (`$CODING_AGENT_HOME/approvals.toml`) and decides whether a command may run unasked.
 //! - [`trust`] remembers which repositories the user trusted, with a fingerprint of their
 //!   `.coding-agent/` (`$CODING_AGENT_HOME/trusted.toml`).
+//! - [`servers`] remembers which of a repository's MCP servers the user allowed to start
+//!   (`$CODING_AGENT_HOME/mcp-servers.toml`).
 //!
 //! Confinement, one [`Policy`] for every system:
 //! - [`policy`]: [`SandboxMode`] and [`Policy`], what commands may write and whether they
@@ -35,6 +37,7 @@ pub mod policy;
 pub mod probe;
 pub mod rules;
 pub mod seatbelt;
+pub mod servers;
 pub mod shell;
 pub mod trust;
 
@@ -47,5 +50,6 @@ pub use linux::probe::Facts;
 pub use policy::{Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
+pub use servers::ServerStore;
 pub use shell::{Hazard, ParseError, is_known_read_only};
 pub use trust::{Fingerprint, Trust, TrustStore, fingerprint, wants};
