@@ -282,3 +282,41 @@ async fn even_a_trusted_repository_cannot_widen_the_sandbox() {
         "the repository's config widened the sandbox"
     );
 }
+
+/// A git redirection planted by a command is refused (removed) and said to the user on the
+/// terminal, not only to the model: the user must not run git before knowing.
+#[tokio::test]
+async fn a_planted_git_redirection_is_refused_and_the_user_told() {
+    let env = Env::new();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(env.work.path())
+        .status()
+        .unwrap();
+    let server = serve(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "echo /tmp/elsewhere > .git/commondir"}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env
+        .run_confined(Some(&server), &["-p", "redirect git"], "")
+        .await;
+    let stderr = text(&out.stderr);
+    if !something_confines() {
+        // Nothing confines commands here: print mode refused the command itself.
+        assert!(!env.work.path().join(".git/commondir").exists());
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let planted = env.work.path().join(".git/commondir");
+    assert!(
+        stderr.contains("coding-agent: warning: a command created")
+            && stderr.contains(".git/commondir, which would make git run another"),
+        "{stderr}"
+    );
+    assert!(!planted.exists(), "the redirection was left in place");
+    assert!(tool_result(&server, 1).contains("[Refused: a command created"));
+}

@@ -106,6 +106,17 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
                 eprintln!("[{tool_name}] {}", one_line(&arguments.to_string(), 200));
             }
             AgentEvent::ToolExecutionEnd { result, .. }
+                if output == Output::Answer && refused_redirects(result).is_some() =>
+            {
+                // Said to the user, not only to the model: git must not be run meanwhile.
+                for path in refused_redirects(result).into_iter().flatten() {
+                    eprintln!(
+                        "coding-agent: warning: a command created {path}, which would make git \
+                         run another directory's config and hooks; it was refused (removed)"
+                    );
+                }
+            }
+            AgentEvent::ToolExecutionEnd { result, .. }
                 if output == Output::Answer && result.is_error =>
             {
                 eprintln!(
@@ -197,6 +208,20 @@ pub fn stop_signals() -> tokio::sync::mpsc::UnboundedReceiver<()> {
         });
     }
     rx
+}
+
+/// The git redirections a bash result says it refused, when there are any.
+fn refused_redirects(result: &llm::ToolResultMessage) -> Option<Vec<String>> {
+    let list = result
+        .details
+        .as_ref()?
+        .get("refused_git_redirects")?
+        .as_array()?;
+    let paths: Vec<String> = list
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect();
+    (!paths.is_empty()).then_some(paths)
 }
 
 fn one_line(text: &str, max: usize) -> String {

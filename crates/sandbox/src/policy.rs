@@ -177,27 +177,18 @@ impl Policy {
             return Vec::new();
         }
         let dot_git = self.workspace.join(".git");
-        let mut paths = vec![
-            dot_git.join("hooks"),
-            dot_git.join("config"),
-            // Points git at another directory's config and hooks; git never writes it in a
-            // plain `.git`, so it normally does not exist (see `git_redirects`).
-            dot_git.join("commondir"),
-            self.workspace.join(".coding-agent"),
-        ];
+        let mut paths = vec![self.workspace.join(".coding-agent")];
         let linked = linked_git_dirs(&self.workspace);
-        if !linked.is_empty() {
+        if linked.is_empty() {
+            paths.extend(git_dir_metadata(&dot_git));
+        } else {
             // The `gitdir:` file itself: rewritten, it would send git elsewhere.
             paths.push(dot_git);
         }
         for dir in linked {
-            paths.push(dir.join("hooks"));
-            paths.push(dir.join("config"));
-            // A worktree's own config (extensions.worktreeConfig) is config too.
-            paths.push(dir.join("config.worktree"));
-            // A worktree's pointer to the main repository.
-            paths.push(dir.join("commondir"));
+            paths.extend(git_dir_metadata(&dir));
         }
+        paths.sort();
         paths.dedup();
         paths
     }
@@ -227,12 +218,11 @@ impl Policy {
         if !dot_git.is_dir() {
             return Vec::new();
         }
-        let commondir = dot_git.join("commondir");
-        if std::fs::symlink_metadata(&commondir).is_ok() {
-            vec![commondir]
-        } else {
-            Vec::new()
-        }
+        std::iter::once(dot_git.clone())
+            .chain(submodule_git_dirs(&dot_git))
+            .map(|dir| dir.join("commondir"))
+            .filter(|commondir| std::fs::symlink_metadata(commondir).is_ok())
+            .collect()
     }
 
     /// Whether the write and edit tools may write `path` (relative paths are relative to
@@ -269,6 +259,65 @@ impl Policy {
             }
         }
     }
+}
+
+/// Everything in a git directory `dir` (and the git directories of its submodules, under
+/// `modules/`, and of its linked worktrees, under `worktrees/`) that makes git run or read
+/// something chosen there: hooks, config, `info/` (attributes name filters the config runs),
+/// and the files that send git to another directory (`commondir`, a worktree's `gitdir`).
+/// They need not exist.
+fn git_dir_metadata(dir: &Path) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for git_dir in std::iter::once(dir.to_path_buf()).chain(submodule_git_dirs(dir)) {
+        for name in ["hooks", "config", "config.worktree", "commondir", "info"] {
+            paths.push(git_dir.join(name));
+        }
+    }
+    if let Ok(worktrees) = std::fs::read_dir(dir.join("worktrees")) {
+        for worktree in worktrees.flatten() {
+            let path = worktree.path();
+            if worktree.file_type().is_ok_and(|t| t.is_dir()) {
+                for name in ["config.worktree", "commondir", "gitdir"] {
+                    paths.push(path.join(name));
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// How deep submodules nest under `modules/` before the search stops (each level is
+/// `modules/<name>/modules/<name>`; a name may itself hold slashes, a level or two more).
+const MAX_SUBMODULE_DEPTH: usize = 12;
+
+/// The git directories of the submodules of git directory `dir`, nested ones included: every
+/// directory under `dir/modules` that holds a `HEAD` (a submodule's name may hold slashes, so
+/// its git directory may be deeper than one level).
+fn submodule_git_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![(dir.join("modules"), 0)];
+    while let Some((current, depth)) = stack.pop() {
+        if depth > MAX_SUBMODULE_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if path.join("HEAD").is_file() {
+                stack.push((path.join("modules"), depth + 1));
+                found.push(path);
+            } else {
+                stack.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// The git directories that a workspace whose `.git` is a file (`gitdir: …`, a worktree or

@@ -771,3 +771,92 @@ fn scenario_a_step_that_fails_in_the_child_stops_the_command() {
         }
     }
 }
+
+/// The git directories inside `.git` are git directories too: a submodule's (under
+/// `modules/`, nested ones included) and a linked worktree's (under `worktrees/`). Their
+/// config and hooks, the files that send git elsewhere, and `info/` are as read-only as
+/// `.git`'s own: written, the user's next `git status` in the submodule, or in the worktree,
+/// would run the command's choice outside the sandbox.
+#[test]
+fn scenario_submodule_and_worktree_git_files_are_read_only() {
+    expect_user();
+    let scene = Scene::new();
+    let origin = scene.outside.join("origin");
+    std::fs::create_dir(&origin).unwrap();
+    assert_ok(
+        &shell(
+            &origin,
+            &scene.outside,
+            "git init -q && git commit -q --allow-empty -m sub",
+        )
+        .output()
+        .unwrap(),
+    );
+    assert_ok(
+        &shell(
+            &scene.ws,
+            &scene.outside,
+            &format!(
+                "git init -q && git commit -q --allow-empty -m one && \
+                 git -c protocol.file.allow=always submodule -q add {} sub && \
+                 git commit -qm sub && git worktree add -q wt",
+                origin.display()
+            ),
+        )
+        .output()
+        .unwrap(),
+    );
+    let git = scene.ws.join(".git");
+    for made in [
+        "modules/sub/config",
+        "modules/sub/hooks",
+        "worktrees/wt/commondir",
+        "worktrees/wt/gitdir",
+        "info",
+    ] {
+        assert!(git.join(made).exists(), "git made no {made}");
+    }
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    let attacks = [
+        "echo '[core] fsmonitor = evil' >> .git/modules/sub/config",
+        "echo 'echo pwned' > .git/modules/sub/hooks/pre-commit",
+        "echo /tmp/evil > .git/worktrees/wt/commondir",
+        "echo /tmp/evil/.git > .git/worktrees/wt/gitdir",
+        "echo '* filter=evil' > .git/info/attributes",
+    ];
+    if !has(Layer::Mounts) {
+        missing_is_reported(Layer::Mounts);
+        assert_ok(&run(&sandbox, &scene, attacks[0]));
+        return;
+    }
+    for attack in attacks {
+        refused_by(
+            Layer::Mounts,
+            &run(&sandbox, &scene, attack),
+            "Read-only file system",
+        );
+    }
+    assert!(!git.join("modules/sub/hooks/pre-commit").exists());
+    assert!(
+        !std::fs::read_to_string(git.join("modules/sub/config"))
+            .unwrap()
+            .contains("evil")
+    );
+    // The submodule still commits: its objects, refs and index are writable.
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "cd sub && git commit -q --allow-empty -m two",
+    ));
+    // A submodule's `commondir` does not exist to be bound: made, it is a redirection the
+    // sandbox reports after the command (and the bash tool refuses).
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "echo /tmp/evil > .git/modules/sub/commondir",
+    ));
+    assert_eq!(
+        sandbox.new_git_redirects(),
+        [git.join("modules/sub/commondir")]
+    );
+}

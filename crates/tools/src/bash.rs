@@ -381,17 +381,25 @@ fn result(
     if let Some(sandbox_note) = sandbox_note {
         text = format!("{text}\n{sandbox_note}");
     }
-    // A file the sandbox cannot protect before it exists, that makes git run another
-    // directory's hooks: the user must know before running git. Said after every command
-    // until it is gone (a background job may have made it since the last one).
+    // A file the sandbox cannot protect before it exists (Linux binds only what exists), that
+    // makes git run another directory's config and hooks: refused, by removing it, and said
+    // to the model and, through the details, to the user. Checked after every command (a
+    // background job may have made it since the last one).
+    let mut refused = Vec::new();
     if let Some(c) = confinement {
         for path in c.sandbox.new_git_redirects() {
+            let removed = remove_planted(&path);
             text = format!(
-                "{text}\n[Warning: a command created {}: git now takes its config and hooks \
-                 from the directory it names, outside the sandbox's protection. Check it \
-                 before running git.]",
-                path.display()
+                "{text}\n[Refused: a command created {}, which would make git take its config \
+                 and hooks from another directory, outside the sandbox's protection. {}]",
+                path.display(),
+                if removed {
+                    "It was removed."
+                } else {
+                    "It could not be removed: check it before running git."
+                }
             );
+            refused.push(path.display().to_string());
         }
     }
     ToolOutput {
@@ -406,10 +414,22 @@ fn result(
                 "layers": c.layers,
                 "left_out": c.left_out,
             })),
+            // Git redirections a command planted, removed (see above).
+            "refused_git_redirects": refused,
         })),
         is_error,
         ..ToolOutput::text(text)
     }
+}
+
+/// Removes a file (or directory) a command planted; whether it is gone.
+fn remove_planted(path: &std::path::Path) -> bool {
+    let removed = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => return true,
+    };
+    removed.is_ok() || std::fs::symlink_metadata(path).is_err()
 }
 
 /// Reads a pipe to its end into the shared output.

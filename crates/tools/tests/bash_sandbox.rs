@@ -356,7 +356,7 @@ async fn without_a_sandbox_commands_run_unconfined() {
 }
 
 #[tokio::test]
-async fn scenario_a_git_redirection_is_flagged_until_removed() {
+async fn scenario_a_git_redirection_is_refused() {
     expect_user();
     let scene = Scene::new();
     let init = bash(
@@ -368,8 +368,9 @@ async fn scenario_a_git_redirection_is_flagged_until_removed() {
     assert!(!init.is_error, "{}", text(&init));
     // Made after `git init`, as the host makes it at startup.
     let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
-    let warning = format!(
-        "[Warning: a command created {}: git now takes its config and hooks",
+    let refused = format!(
+        "[Refused: a command created {}, which would make git take its config and hooks from \
+         another directory",
         scene.ws.join(".git/commondir").display()
     );
     // .git/commondir cannot be bind-mounted before it exists: the kernel lets it through,
@@ -380,19 +381,18 @@ async fn scenario_a_git_redirection_is_flagged_until_removed() {
         "(sleep 0.2; echo \"$OUT\" > .git/commondir; touch made) > /dev/null 2>&1 &",
     )
     .await;
-    assert!(!text(&out).contains("Warning"), "{}", text(&out));
+    assert!(!text(&out).contains("Refused"), "{}", text(&out));
     assert!(wait_for(&scene.ws.join("made"), Duration::from_secs(30)));
+    // The next command's result refuses it: removed, and said (the details reach the user).
     let next = bash(&scene, &tool, "true").await;
-    assert!(text(&next).contains(&warning), "{}", text(&next));
-    // Now it exists it is mounted read-only like the rest: the user removes it.
-    let rm = bash(&scene, &tool, "rm .git/commondir").await;
-    if has(Layer::Mounts) {
-        assert_refused_with_note(&rm, "Device or resource busy");
-        std::fs::remove_file(scene.ws.join(".git/commondir")).unwrap();
-    } else {
-        missing_is_reported(Layer::Mounts);
-        assert!(!rm.is_error, "{}", text(&rm));
-    }
+    assert!(text(&next).contains(&refused), "{}", text(&next));
+    assert!(text(&next).contains("It was removed."), "{}", text(&next));
+    assert!(!scene.ws.join(".git/commondir").exists());
+    let details = next.details.as_ref().unwrap();
+    assert_eq!(
+        details["refused_git_redirects"],
+        json!([scene.ws.join(".git/commondir").display().to_string()])
+    );
     let after = bash(&scene, &tool, "true").await;
-    assert!(!text(&after).contains("Warning"), "{}", text(&after));
+    assert!(!text(&after).contains("Refused"), "{}", text(&after));
 }

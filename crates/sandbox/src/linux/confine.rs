@@ -194,7 +194,7 @@ fn mount_plan(
     for path in protected {
         if std::fs::symlink_metadata(&path).is_err() {
             // Normally absent, and said once in the docs rather than for every command.
-            let expected = ["config.worktree", "commondir"]
+            let expected = ["config.worktree", "commondir", "gitdir", "info"]
                 .iter()
                 .any(|name| path.file_name() == Some(std::ffi::OsStr::new(name)));
             if !expected {
