@@ -74,6 +74,21 @@ pub enum Hazard {
     /// `builtin`, `trap`).
     #[error("`{0}` runs commands this check cannot see")]
     Evaluates(String),
+    /// A redirection from or to bash's network paths (`/dev/tcp/HOST/PORT`,
+    /// `/dev/udp/HOST/PORT`): a connection, not a file.
+    #[error("connects to the network through `{0}`")]
+    Network(String),
+    /// A redirection from a path only known at run time (`< $F`): it may be a network path.
+    #[error("reads a path only known at run time: `{0}`")]
+    DynamicPath(String),
+}
+
+/// Whether a redirection's target is one of bash's network paths.
+fn is_network_path(target: &Word) -> bool {
+    target
+        .value
+        .as_deref()
+        .is_some_and(|v| v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/"))
 }
 
 /// Builtins that run their arguments as commands: nothing can be said of what they run.
@@ -98,6 +113,10 @@ pub(crate) struct Word {
 pub(crate) enum Redirect {
     /// Reads: `<`, `<&file`, a here-document or here-string.
     Input,
+    /// Reads from a path only known at run time (`< $F`).
+    DynamicInput(Word),
+    /// Opens a network connection (`< /dev/tcp/host/port`, `> /dev/udp/host/port`).
+    Network(Word),
     /// Copies or closes a descriptor: `2>&1`, `>&-`.
     Duplicate,
     /// Opens a file for writing.
@@ -121,10 +140,15 @@ impl SimpleCommand {
             return Some(Hazard::Assignment(assignment.clone()));
         }
         for redirect in &self.redirects {
-            if let Redirect::Output(target) = redirect
-                && target.value.as_deref() != Some("/dev/null")
-            {
-                return Some(Hazard::WritesFile(target.raw.clone()));
+            match redirect {
+                Redirect::Network(target) => return Some(Hazard::Network(target.raw.clone())),
+                Redirect::DynamicInput(target) => {
+                    return Some(Hazard::DynamicPath(target.raw.clone()));
+                }
+                Redirect::Output(target) if target.value.as_deref() != Some("/dev/null") => {
+                    return Some(Hazard::WritesFile(target.raw.clone()));
+                }
+                _ => {}
             }
         }
         let program = self.words.first()?;
@@ -419,6 +443,12 @@ impl Parser {
             return Err(ParseError::Syntax("redirection without a target".into()));
         }
         let redirect = match op {
+            // A file read from bash's network paths is a connection (data can leave in the
+            // request, and DNS carries the host name out).
+            Op::In | Op::Out | Op::DupIn | Op::DupOut if is_network_path(&target) => {
+                Redirect::Network(target)
+            }
+            Op::In if target.value.is_none() => Redirect::DynamicInput(target),
             Op::In | Op::HereString => Redirect::Input,
             Op::Out => Redirect::Output(target),
             Op::DupOut | Op::DupIn => {
@@ -430,6 +460,7 @@ impl Parser {
                     (true, _) => Redirect::Duplicate,
                     // `>&file` writes the file, like `&>file`.
                     (false, true) => Redirect::Output(target),
+                    (false, false) if target.value.is_none() => Redirect::DynamicInput(target),
                     (false, false) => Redirect::Input,
                 }
             }

