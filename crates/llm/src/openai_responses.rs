@@ -108,6 +108,11 @@ impl WireParser for Parser {
         "response.completed"
     }
 
+    fn keep_alive(&self, name: &str, _data: &str) -> bool {
+        // By its `event:` name: parsing every event's data twice would cost every delta.
+        name == "response.in_progress"
+    }
+
     fn event(
         &mut self,
         _name: &str,

@@ -28,6 +28,13 @@ pub(crate) trait WireParser: Send {
         out: &mut Vec<StreamEvent>,
     ) -> Result<Flow, Failure>;
 
+    /// Whether an event only keeps the connection alive (Anthropic's `ping`, the Responses
+    /// API's `response.in_progress`): it does not hold off the idle timeout, so a server that
+    /// only pings times out like a silent one.
+    fn keep_alive(&self, _name: &str, _data: &str) -> bool {
+        false
+    }
+
     /// The closing event once the terminal event arrived; may emit final events (tool-call
     /// ends) to `out` first.
     fn finish(

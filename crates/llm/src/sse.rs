@@ -318,7 +318,9 @@ where
         if chunk.is_none() {
             events.extend(decoder.finish());
         }
-        let content = events.iter().any(|e| !e.data.trim().is_empty());
+        let content = events
+            .iter()
+            .any(|e| !e.data.trim().is_empty() && !parser.keep_alive(&e.name, &e.data));
         if content || decoder.data_progress() != progress {
             deadline = tokio::time::Instant::now() + idle;
         }

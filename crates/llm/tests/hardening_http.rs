@@ -99,9 +99,12 @@ async fn one_event_over_16_mb_fails_naming_the_limit() {
     }
 }
 
+/// Comments, empty events, and each API's own keep-alive event (Anthropic's `event: ping`,
+/// the Responses API's `response.in_progress`, issue 45) hold nothing off: a server that only
+/// keeps the connection busy times out like a silent one.
 #[tokio::test]
 async fn keep_alives_alone_time_out_like_silence() {
-    for empty_events in [false, true] {
+    for (empty_events, native) in [(false, false), (true, false), (false, true)] {
         for api in APIS {
             let reply = Reply::text("a reply that stops halfway")
                 .with_chunk_size(2)
@@ -109,6 +112,7 @@ async fn keep_alives_alone_time_out_like_silence() {
                     after: 3,
                     every_ms: 5,
                     empty_events,
+                    native,
                 });
             let server = serve(vec![reply]).await;
             let opts = StreamOptions {
@@ -116,7 +120,7 @@ async fn keep_alives_alone_time_out_like_silence() {
                 ..options()
             };
             let (_, message) = collect(&server, api, opts).await;
-            let what = format!("{api:?}, empty events: {empty_events}");
+            let what = format!("{api:?}, empty events: {empty_events}, native: {native}");
             assert_eq!(message.stop_reason, StopReason::Error, "{what}");
             assert_eq!(message.error_kind, Some(ErrorKind::IdleTimeout), "{what}");
             assert_eq!(

@@ -98,12 +98,16 @@ pub enum Fault {
     Stall { after: usize },
     /// Stop sending content but keep the connection busy: a keep-alive every `every_ms`
     /// until the client goes away; `: ping` comments, or empty events (`data:`) when
-    /// `empty_events`.
+    /// `empty_events`, or the API's own keep-alive event when `native` (Anthropic's
+    /// `event: ping`, the Responses API's `response.in_progress`; comments for chat
+    /// completions, which has none).
     KeepAlive {
         after: usize,
         every_ms: u64,
         #[serde(default)]
         empty_events: bool,
+        #[serde(default)]
+        native: bool,
     },
     /// Send one `data:` event of `bytes` bytes (generated as it is sent, never held whole),
     /// then go on with the rest.

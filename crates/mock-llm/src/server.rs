@@ -282,7 +282,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         Some(raw) => raw_pieces(raw, reply.chunk_size),
         None => wire.frames(&reply, &body, seq),
     };
-    Ok(sse_response(frames, reply, state))
+    Ok(sse_response(frames, reply, state, wire.keep_alive()))
 }
 
 /// The wire API a request path asks for.
@@ -294,6 +294,19 @@ enum WireApi {
 }
 
 impl WireApi {
+    /// The API's own keep-alive event, as the real servers send it while a reply is slow.
+    fn keep_alive(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => ": ping\n\n",
+            Self::Responses => {
+                "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\
+                 \"response\":{\"id\":\"resp_mock\",\"object\":\"response\",\
+                 \"status\":\"in_progress\"}}\n\n"
+            }
+            Self::AnthropicMessages => "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        }
+    }
+
     fn of_path(path: &str) -> Option<Self> {
         if path.ends_with("/chat/completions") {
             Some(Self::ChatCompletions)
@@ -362,11 +375,16 @@ fn raw_pieces(raw: &str, size: usize) -> Vec<String> {
     pieces
 }
 
-fn sse_response(frames: Vec<String>, reply: Reply, state: Arc<State>) -> Response<Body> {
+fn sse_response(
+    frames: Vec<String>,
+    reply: Reply,
+    state: Arc<State>,
+    native_keep_alive: &'static str,
+) -> Response<Body> {
     let headers = reply.headers.clone();
     let (tx, mut rx) = mpsc::channel::<FrameResult>(16);
     tokio::spawn(async move {
-        if !stream_frames(&tx, &frames, &reply).await {
+        if !stream_frames(&tx, &frames, &reply, native_keep_alive).await {
             state.disconnects.send_modify(|n| *n += 1);
             return;
         }
@@ -420,7 +438,12 @@ async fn send_huge_event(tx: &mpsc::Sender<FrameResult>, bytes: usize) -> bool {
 }
 
 /// Sends the frames with the reply's pacing and fault; false when the client went away.
-async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply: &Reply) -> bool {
+async fn stream_frames(
+    tx: &mpsc::Sender<FrameResult>,
+    frames: &[String],
+    reply: &Reply,
+    native_keep_alive: &'static str,
+) -> bool {
     let data = |text: &str| Ok(Frame::data(Bytes::from(text.to_string())));
     for (i, frame) in frames.iter().enumerate() {
         match reply.fault {
@@ -449,8 +472,11 @@ async fn stream_frames(tx: &mpsc::Sender<FrameResult>, frames: &[String], reply:
                 after,
                 every_ms,
                 empty_events,
+                native,
             }) if i == after => {
-                let ping = if empty_events {
+                let ping = if native {
+                    native_keep_alive
+                } else if empty_events {
                     "data:\n\n"
                 } else {
                     ": ping\n\n"
