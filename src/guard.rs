@@ -170,7 +170,10 @@ impl Guard {
             diff: Some(proposed_change(call, &path)),
             ..Question::default()
         };
-        self.ask(approvals, question).await
+        self.ask(approvals, question).await?;
+        // Allowed: creating a protected path this way is not a command planting it.
+        sandbox.approve_created(&path);
+        Ok(())
     }
 }
 

@@ -314,9 +314,89 @@ async fn a_planted_git_redirection_is_refused_and_the_user_told() {
     let planted = env.work.path().join(".git/commondir");
     assert!(
         stderr.contains("coding-agent: warning: a command created")
-            && stderr.contains(".git/commondir, which would make git run another"),
+            && stderr.contains(".git/commondir (a redirection that makes git take its config"),
         "{stderr}"
     );
     assert!(!planted.exists(), "the redirection was left in place");
     assert!(tool_result(&server, 1).contains("[Refused: a command created"));
+}
+
+/// A command cannot give the repository an agent config it did not have: a `.coding-agent/`
+/// that did not exist cannot be bound read-only on Linux, so a command creating one (here
+/// with a hook) is refused after the fact, and the next `--trust` run loads nothing of it
+/// (issue 45). On macOS Seatbelt refuses the `mkdir` itself.
+#[tokio::test]
+async fn a_command_cannot_plant_a_project_config_even_under_trust() {
+    let env = Env::new();
+    let plant = "mkdir .coding-agent && printf '[[hooks]]\\nevent = \"session_start\"\\n\
+                 command = \"touch hooked\"\\n' > .coding-agent/config.toml";
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": plant})),
+        Reply::text("Done."),
+        Reply::text("Hello."),
+    ])
+    .await;
+    let out = env
+        .run_confined(Some(&server), &["--trust", "-p", "plant a config"], "")
+        .await;
+    let stderr = text(&out.stderr);
+    let project = env.work.path().join(".coding-agent");
+    assert!(out.status.success(), "{stderr}");
+    assert!(!project.exists(), "the planted config was left in place");
+    if !something_confines() {
+        // Nothing confines commands here: print mode refused the command itself.
+        assert!(tool_result(&server, 1).contains("nothing on this machine confines"));
+    } else if cfg!(target_os = "linux") {
+        assert!(
+            stderr.contains("coding-agent: warning: a command created")
+                && stderr.contains(".coding-agent (the repository's agent settings"),
+            "{stderr}"
+        );
+        let result = tool_result(&server, 1);
+        assert!(result.contains("[Refused: a command created"), "{result}");
+        assert!(result.contains("It was removed."), "{result}");
+    }
+    // The next run, trusting the repository, finds nothing planted to load.
+    let out = env
+        .run_confined(Some(&server), &["--trust", "-p", "hi"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !env.work.path().join("hooked").exists(),
+        "a hook planted by a command ran"
+    );
+}
+
+/// What the user approved is not taken for planted: a write into the repository's missing
+/// `.coding-agent/`, asked and allowed over RPC, survives the commands after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_write_creating_the_project_config_is_kept() {
+    let env = Env::new();
+    let prompt = env.work.path().join(".coding-agent/SYSTEM.md");
+    let server = serve(vec![
+        Reply::tool_call(
+            "write",
+            json!({"path": ".coding-agent/SYSTEM.md", "content": "Answer in French.\n"}),
+        ),
+        Reply::tool_call("bash", json!({"command": "true"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let mut rpc = Rpc::spawn(env.confined_command(Some(&server), &["--mode", "rpc"]));
+    rpc.send(json!({"id": 1, "type": "prompt", "message": "give the project a prompt"}));
+    let asked = rpc.event("approval_requested");
+    assert_eq!(asked["request"]["tool_name"], "write", "{asked}");
+    rpc.send(
+        json!({"id": 2, "type": "approve", "request_id": asked["request"]["id"], "decision": "approve"}),
+    );
+    rpc.event("agent_end");
+    tokio::task::spawn_blocking(move || rpc.finish())
+        .await
+        .unwrap();
+    let after = tool_result(&server, 2);
+    assert!(!after.contains("Refused"), "{after}");
+    assert_eq!(
+        std::fs::read_to_string(&prompt).unwrap(),
+        "Answer in French.\n"
+    );
 }

@@ -106,13 +106,14 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
                 eprintln!("[{tool_name}] {}", one_line(&arguments.to_string(), 200));
             }
             AgentEvent::ToolExecutionEnd { result, .. }
-                if output == Output::Answer && refused_redirects(result).is_some() =>
+                if output == Output::Answer && refused_planted(result).is_some() =>
             {
-                // Said to the user, not only to the model: git must not be run meanwhile.
-                for path in refused_redirects(result).into_iter().flatten() {
+                // Said to the user, not only to the model: git must not be run, nor the
+                // repository trusted, on what a command planted.
+                for (path, what) in refused_planted(result).into_iter().flatten() {
                     eprintln!(
-                        "coding-agent: warning: a command created {path}, which would make git \
-                         run another directory's config and hooks; it was refused (removed)"
+                        "coding-agent: warning: a command created {path} ({what}); it was \
+                         refused (removed)"
                     );
                 }
             }
@@ -210,18 +211,22 @@ pub fn stop_signals() -> tokio::sync::mpsc::UnboundedReceiver<()> {
     rx
 }
 
-/// The git redirections a bash result says it refused, when there are any.
-fn refused_redirects(result: &llm::ToolResultMessage) -> Option<Vec<String>> {
+/// What a bash result says it refused (protected paths a command created), as
+/// `(path, what it is)`, when there is anything.
+fn refused_planted(result: &llm::ToolResultMessage) -> Option<Vec<(String, String)>> {
     let list = result
         .details
         .as_ref()?
-        .get("refused_git_redirects")?
+        .get("refused_planted")?
         .as_array()?;
-    let paths: Vec<String> = list
+    let planted: Vec<(String, String)> = list
         .iter()
-        .filter_map(|p| p.as_str().map(str::to_string))
+        .filter_map(|p| {
+            let text = |key: &str| p.get(key)?.as_str().map(str::to_string);
+            Some((text("path")?, text("what")?))
+        })
         .collect();
-    (!paths.is_empty()).then_some(paths)
+    (!planted.is_empty()).then_some(planted)
 }
 
 fn one_line(text: &str, max: usize) -> String {

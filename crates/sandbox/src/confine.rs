@@ -9,8 +9,9 @@
 //! - Windows: nothing yet; the command runs as it is, and [`Prepared::left_out`] says so.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::planted::{Planted, Watch};
 use crate::policy::{Policy, SandboxMode};
 use crate::probe::{Capabilities, Summary};
 
@@ -153,32 +154,34 @@ impl Prepared {
 
 /// A policy with the capabilities of this machine: what the bash tool holds to confine each
 /// command.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Sandbox {
     policy: Policy,
     capabilities: Capabilities,
-    /// [`Policy::git_redirects`] when the sandbox was made: the user's own setup.
-    known_redirects: Vec<PathBuf>,
+    /// What commands may have created that the kernel could not stop.
+    watch: Watch,
 }
 
 impl Sandbox {
     pub fn new(policy: Policy, capabilities: Capabilities) -> Sandbox {
         Sandbox {
-            known_redirects: policy.git_redirects(),
+            watch: Watch::new(&policy),
             policy,
             capabilities,
         }
     }
 
-    /// Git redirections ([`Policy::git_redirects`]) that appeared since the sandbox was
-    /// made: a command created them (the kernel cannot stop that, see the policy). Checked
-    /// after each command, and reported until they are gone.
-    pub fn new_git_redirects(&self) -> Vec<PathBuf> {
-        self.policy
-            .git_redirects()
-            .into_iter()
-            .filter(|p| !self.known_redirects.contains(p))
-            .collect()
+    /// Protected paths and git redirections that commands created since the sandbox was
+    /// made and the user did not approve (see [`crate::planted`]). Checked after each
+    /// command, and reported until they are gone.
+    pub fn planted(&self) -> Vec<Planted> {
+        self.watch.planted(&self.policy)
+    }
+
+    /// The user approved creating `path` (a write into a protected path, a command run
+    /// unconfined): it is not planted.
+    pub fn approve_created(&self, path: &Path) {
+        self.watch.approve(path);
     }
 
     pub fn policy(&self) -> &Policy {

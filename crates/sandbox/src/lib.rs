@@ -20,6 +20,9 @@
 //!   `coding-agent doctor`, and the [`Summary`] of a policy (`sandbox: landlock+seccomp`).
 //! - [`confine`]: [`Sandbox`] (a policy and the capabilities) prepares a [`Prepared`]
 //!   confinement per command, which makes the command to spawn.
+//! - [`planted`]: what commands created where the kernel could not stop them (a protected
+//!   path that did not exist yet, a git redirection), which the host refuses after each
+//!   command.
 //! - Each system's backend: Landlock, seccomp and namespaces on Linux (`linux/`); a Seatbelt
 //!   profile run through `sandbox-exec` on macOS (`macos.rs`, with the profile generator
 //!   [`seatbelt`], which builds and is tested everywhere); none yet on Windows, which the
@@ -33,6 +36,7 @@ mod home_file;
 mod linux;
 #[cfg(target_os = "macos")]
 mod macos;
+pub mod planted;
 pub mod policy;
 pub mod probe;
 pub mod rules;
@@ -47,6 +51,7 @@ pub use home_file::StoreError;
 pub use linux::child::Trial;
 #[cfg(target_os = "linux")]
 pub use linux::probe::Facts;
+pub use planted::Planted;
 pub use policy::{Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};

@@ -856,7 +856,11 @@ fn scenario_submodule_and_worktree_git_files_are_read_only() {
         "echo /tmp/evil > .git/modules/sub/commondir",
     ));
     assert_eq!(
-        sandbox.new_git_redirects(),
+        sandbox
+            .planted()
+            .into_iter()
+            .map(|p| p.path)
+            .collect::<Vec<_>>(),
         [git.join("modules/sub/commondir")]
     );
 }

@@ -164,12 +164,17 @@ impl Tool for BashTool {
         let command = required_str(&args, "command")?;
         let timeout = usize_arg(&args, "timeout").map(|s| Duration::from_secs(s as u64));
         // The host's before-hook approved the escalation (or blocked the call).
-        let sandbox = if bool_arg(&args, "escalate") {
+        let escalated = bool_arg(&args, "escalate");
+        let sandbox = if escalated {
             None
         } else {
             self.options.sandbox.as_deref()
         };
-        run(
+        // What an approved unconfined command creates in protected paths is the user's
+        // doing; what was planted before it stays refused at the next confined command.
+        let watched = self.options.sandbox.as_deref().filter(|_| escalated);
+        let planted_before = watched.map(|s| s.planted()).unwrap_or_default();
+        let output = run(
             &self.cwd,
             &self.options,
             self.shell,
@@ -179,7 +184,15 @@ impl Tool for BashTool {
             &ctx,
         )
         .await
-        .map_err(ToolError)
+        .map_err(ToolError);
+        if let Some(sandbox) = watched {
+            for planted in sandbox.planted() {
+                if !planted_before.contains(&planted) {
+                    sandbox.approve_created(&planted.path);
+                }
+            }
+        }
+        output
     }
 }
 
@@ -381,25 +394,28 @@ fn result(
     if let Some(sandbox_note) = sandbox_note {
         text = format!("{text}\n{sandbox_note}");
     }
-    // A file the sandbox cannot protect before it exists (Linux binds only what exists), that
-    // makes git run another directory's config and hooks: refused, by removing it, and said
-    // to the model and, through the details, to the user. Checked after every command (a
-    // background job may have made it since the last one).
+    // What the sandbox cannot protect before it exists (Linux binds only what exists) and a
+    // command created: the repository's `.coding-agent/`, missing git hooks, a `commondir`
+    // that sends git elsewhere. Refused, by removing it, and said to the model and, through
+    // the details, to the user. Checked after every command (a background job may have made
+    // it since the last one).
     let mut refused = Vec::new();
     if let Some(c) = confinement {
-        for path in c.sandbox.new_git_redirects() {
-            let removed = remove_planted(&path);
+        for planted in c.sandbox.planted() {
+            let path = planted.path.display();
+            let removed = remove_planted(&planted.path);
             text = format!(
-                "{text}\n[Refused: a command created {}, which would make git take its config \
-                 and hooks from another directory, outside the sandbox's protection. {}]",
-                path.display(),
+                "{text}\n[Refused: a command created {path}: {}, which commands may not \
+                 write. {}]",
+                planted.what,
                 if removed {
                     "It was removed."
                 } else {
-                    "It could not be removed: check it before running git."
+                    "It could not be removed: check it before running git or trusting the \
+                     repository."
                 }
             );
-            refused.push(path.display().to_string());
+            refused.push(json!({"path": path.to_string(), "what": planted.what}));
         }
     }
     ToolOutput {
@@ -414,8 +430,8 @@ fn result(
                 "layers": c.layers,
                 "left_out": c.left_out,
             })),
-            // Git redirections a command planted, removed (see above).
-            "refused_git_redirects": refused,
+            // Protected paths a command created, removed (see above).
+            "refused_planted": refused,
         })),
         is_error,
         ..ToolOutput::text(text)

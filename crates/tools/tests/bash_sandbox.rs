@@ -369,8 +369,8 @@ async fn scenario_a_git_redirection_is_refused() {
     // Made after `git init`, as the host makes it at startup.
     let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
     let refused = format!(
-        "[Refused: a command created {}, which would make git take its config and hooks from \
-         another directory",
+        "[Refused: a command created {}: a redirection that makes git take its config and \
+         hooks from another directory, which commands may not write.",
         scene.ws.join(".git/commondir").display()
     );
     // .git/commondir cannot be bind-mounted before it exists: the kernel lets it through,
@@ -390,9 +390,54 @@ async fn scenario_a_git_redirection_is_refused() {
     assert!(!scene.ws.join(".git/commondir").exists());
     let details = next.details.as_ref().unwrap();
     assert_eq!(
-        details["refused_git_redirects"],
-        json!([scene.ws.join(".git/commondir").display().to_string()])
+        details["refused_planted"][0]["path"],
+        json!(scene.ws.join(".git/commondir").display().to_string())
     );
     let after = bash(&scene, &tool, "true").await;
     assert!(!text(&after).contains("Refused"), "{}", text(&after));
+}
+
+/// A `.coding-agent/` that did not exist cannot be bound read-only: a command that creates
+/// one is refused after the fact (issue 45), while one the user let run unconfined keeps
+/// what it made, and a planted one from before is still refused after it.
+#[tokio::test]
+async fn scenario_a_created_project_config_is_refused_unless_approved() {
+    expect_user();
+    let scene = Scene::new();
+    let tool = scene.tool(SandboxMode::WorkspaceWrite, None);
+    let project = scene.ws.join(".coding-agent");
+    let out = bash(
+        &scene,
+        &tool,
+        "mkdir .coding-agent && echo 'model = \"x\"' > .coding-agent/config.toml",
+    )
+    .await;
+    let shown = text(&out);
+    assert!(
+        shown.contains(&format!(
+            "[Refused: a command created {}: the repository's agent settings",
+            project.display()
+        )) && shown.contains("It was removed."),
+        "{shown}"
+    );
+    assert!(!project.exists());
+    assert_eq!(
+        out.details.as_ref().unwrap()["refused_planted"][0]["path"],
+        json!(project.display().to_string())
+    );
+
+    // An unconfined command the user approved (escalate) may create it.
+    let escalated = call(
+        &tool,
+        json!({
+            "command": scene.script("mkdir .coding-agent && touch .coding-agent/SYSTEM.md"),
+            "escalate": true,
+            "justification": "the user asked for a project prompt",
+        }),
+    )
+    .await;
+    assert!(!escalated.is_error, "{}", text(&escalated));
+    let next = bash(&scene, &tool, "true").await;
+    assert!(!text(&next).contains("Refused"), "{}", text(&next));
+    assert!(project.join("SYSTEM.md").exists());
 }

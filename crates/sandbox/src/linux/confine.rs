@@ -10,7 +10,8 @@
 //!    its own, makes `/` private so nothing propagates back to the agent, and bind-mounts
 //!    each protected path onto itself read-only: writes there fail with EROFS. A path that
 //!    does not exist yet (no `.coding-agent/`) cannot be bind-mounted: the command may
-//!    create it, which is reported in [`Prepared::left_out`]. The git directories are bound
+//!    create it, which is reported in [`Prepared::left_out`] and refused after the command
+//!    ([`crate::planted`]). The git directories are bound
 //!    onto themselves first (writable): a mount point cannot be renamed, so `.git` cannot be
 //!    moved aside and replaced by a copy with hooks. A user that is not root gets
 //!    the mount namespace through a user namespace that maps it to itself. Root enters a
