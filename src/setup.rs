@@ -36,6 +36,8 @@ pub struct Setup {
     pub sessions: Arc<Sessions>,
     /// Runs `!cmd` commands, like the model's bash but outside the conversation.
     pub shell: Arc<dyn agent_core::Tool>,
+    /// Hides the provider keys in what `!cmd` prints, as the agent does for its tools.
+    pub redactor: agent_core::Redactor,
     /// Things the user should see once (config settings that were ignored).
     pub notices: Vec<String>,
     /// How each tool the agent has wants its calls shown.
@@ -227,6 +229,8 @@ pub async fn build(
         None => safety.guard.clone(),
     };
     agent_config.stream_options = stream_options.clone();
+    let redactor = redactor(cli, config, &registry);
+    agent_config.redactor = redactor.clone();
     let mcp = mcp_servers(config, &cwd, &safety, &tool_options, &model)?;
     if let Some(manager) = &mcp {
         agent_config.extra_tools = manager.extra_tools();
@@ -371,6 +375,7 @@ pub async fn build(
         history_earlier,
         sessions,
         shell,
+        redactor,
         notices,
         tool_views,
         safety,
@@ -423,6 +428,29 @@ fn mcp_servers(
         share,
         agent_core::ExtraTools::new(),
     )))
+}
+
+/// Every provider key value the agent knows (`--api-key`, the config's and `auth.toml`'s keys,
+/// the variables that hold keys), to be kept out of tool output: a command can read them
+/// where the agent keeps them (its own command line under `/proc`, an inherited variable).
+fn redactor(cli: &Cli, config: &Config, registry: &Registry) -> agent_core::Redactor {
+    let extra: Vec<String> = config
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect();
+    let from_env = tools::key_env_vars(registry, &extra)
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok());
+    let configured = config.providers.values().filter_map(|p| p.api_key.clone());
+    agent_core::Redactor::new(
+        cli.api_key
+            .iter()
+            .cloned()
+            .chain(config.stored_keys.values().cloned())
+            .chain(configured)
+            .chain(from_env),
+    )
 }
 
 /// The tools' options from the config: bash commands do not see the provider keys (every

@@ -389,6 +389,14 @@ async fn an_approved_write_creating_the_project_config_is_kept() {
     rpc.send(
         json!({"id": 2, "type": "approve", "request_id": asked["request"]["id"], "decision": "approve"}),
     );
+    if !something_confines() {
+        // Nothing confines commands here, so even `true` is asked about.
+        let asked = rpc.event("approval_requested");
+        assert_eq!(asked["request"]["tool_name"], "bash", "{asked}");
+        rpc.send(
+            json!({"id": 3, "type": "approve", "request_id": asked["request"]["id"], "decision": "approve"}),
+        );
+    }
     rpc.event("agent_end");
     tokio::task::spawn_blocking(move || rpc.finish())
         .await
@@ -399,4 +407,48 @@ async fn an_approved_write_creating_the_project_config_is_kept() {
         std::fs::read_to_string(&prompt).unwrap(),
         "Answer in French.\n"
     );
+}
+
+/// A key the agent was given does not come back out through a tool (issue 45): a command
+/// that finds it — in the agent's own command line under `/proc`, in a file — gets
+/// `[redacted]` in its output, and so do the model, the events the screen draws from and the
+/// session file.
+#[tokio::test]
+async fn a_key_a_command_finds_is_redacted_everywhere_it_would_go() {
+    let env = Env::new();
+    let key = "sk-test-0f9e8d7c6b5a4f3e2d1c";
+    std::fs::write(env.work.path().join("leak.txt"), format!("key={key}\n")).unwrap();
+    let hunt = "cat leak.txt; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$f\"; echo; done \
+                | grep -a -- --api-key";
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": hunt})),
+        Reply::tool_call("read", json!({"path": "leak.txt"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env
+        .run(
+            Some(&server),
+            &["--api-key", key, "--mode", "json", "find the key"],
+            "",
+        )
+        .await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bash = tool_result(&server, 1);
+    assert!(bash.contains("key=[redacted]"), "{bash}");
+    let read = tool_result(&server, 2);
+    assert!(read.contains("key=[redacted]"), "{read}");
+    for request in server.requests() {
+        assert!(
+            !request.body.to_string().contains(key),
+            "the model got the key"
+        );
+    }
+    assert!(!stdout.contains(key), "an event carried the key: {stdout}");
+    assert!(stdout.contains("[redacted]"), "{stdout}");
+    let sessions = env.sessions();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let saved = std::fs::read_to_string(&sessions[0]).unwrap();
+    assert!(!saved.contains(key), "the session file holds the key");
 }

@@ -55,6 +55,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         sessions: setup.sessions.clone(),
         registry: setup.registry.clone(),
         shell: setup.shell.clone(),
+        redactor: setup.redactor.clone(),
         extensions: setup.extensions.clone(),
         mcp: setup.mcp.clone(),
     });
@@ -93,6 +94,7 @@ struct TuiHost {
     sessions: Arc<Sessions>,
     registry: Registry,
     shell: Arc<dyn Tool>,
+    redactor: agent_core::Redactor,
     extensions: Arc<extensions::Extensions>,
     /// Models of the local servers running when the UI started.
     local: Arc<std::sync::Mutex<Vec<Model>>>,
@@ -158,7 +160,9 @@ impl Host for TuiHost {
         cancel: CancellationToken,
         on_output: OnOutput,
     ) -> ToolResultMessage {
-        let ctx = ToolContext::new("shell", cancel, move |partial: ToolOutput| {
+        let redactor = self.redactor.clone();
+        let ctx = ToolContext::new("shell", cancel, move |mut partial: ToolOutput| {
+            redactor.output(&mut partial);
             on_output(partial.plain_text());
         });
         let args = serde_json::json!({ "command": command });
@@ -168,6 +172,7 @@ impl Host for TuiHost {
             .around(&self.sessions.agent, self.shell.execute(args, ctx))
             .await;
         let mut output = output.unwrap_or_else(|e| ToolOutput::error(e.0));
+        self.redactor.output(&mut output);
         if let Some(note) = note {
             output.content.push(llm::UserContent::Text {
                 text: format!("\n(no checkpoint: {note})"),

@@ -58,6 +58,7 @@ pub(crate) struct Owner {
     compactor: Option<Arc<dyn Compactor>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
     extra_tools: crate::ExtraTools,
+    redactor: crate::redact::Redactor,
     /// Taken when the agent is made, so no change of the list goes unannounced.
     extra_rx: Option<watch::Receiver<crate::extra::List>>,
     /// The last `mcp_status`, told to each new subscriber.
@@ -100,6 +101,7 @@ impl Owner {
             checkpointer: config.checkpointer,
             extra_rx: Some(config.extra_tools.subscribe()),
             extra_tools: config.extra_tools,
+            redactor: config.redactor,
             mcp_status: None,
         }
     }
@@ -519,6 +521,7 @@ impl Owner {
             compactor: self.compactor.clone(),
             checkpointer: self.checkpointer.clone(),
             extra_tools: self.extra_tools.clone(),
+            redactor: self.redactor.clone(),
             turn: self.turn,
         };
         let io = LoopIo {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::redact::Redactor;
 use crate::{
     AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor,
     ExtraTools, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
@@ -31,6 +32,8 @@ pub struct AgentConfig {
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
     /// Tools the host adds and replaces while the agent runs (MCP), after the built-ins.
     pub extra_tools: ExtraTools,
+    /// The provider key values no tool output may carry (see [`Redactor`]).
+    pub redactor: Redactor,
 }
 
 impl AgentConfig {
@@ -49,6 +52,7 @@ impl AgentConfig {
             compactor: None,
             checkpointer: None,
             extra_tools: ExtraTools::default(),
+            redactor: Redactor::default(),
         }
     }
 }

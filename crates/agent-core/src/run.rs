@@ -36,6 +36,7 @@ pub(crate) struct RunContext {
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
     /// Read before every model call: the tools offered are the built-ins plus these.
     pub extra_tools: crate::ExtraTools,
+    pub redactor: crate::redact::Redactor,
     /// The number of the agent's last turn; this run's first turn is the next.
     pub turn: u64,
 }
@@ -277,6 +278,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     let toolbox = Toolbox {
                         tools: &tools,
                         hooks: ctx.hooks.as_ref(),
+                        redactor: &ctx.redactor,
                     };
                     let mark = ctx.checkpoint_before(&calls).await;
                     let batch = execute_batch(&toolbox, &calls, &io).await;

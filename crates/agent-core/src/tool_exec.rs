@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::coerce;
 use crate::io::LoopIo;
+use crate::redact::Redactor;
 use crate::{
     AgentEvent, Approvals, Concurrency, HookContext, Hooks, Tool, ToolContext, ToolOutcome,
     ToolOutput, validate_arguments,
@@ -48,6 +49,8 @@ struct Finished {
 pub(crate) struct Toolbox<'a> {
     pub tools: &'a [Arc<dyn Tool>],
     pub hooks: &'a dyn Hooks,
+    /// Applied to every result and partial update before anything else sees it.
+    pub redactor: &'a Redactor,
 }
 
 impl Toolbox<'_> {
@@ -187,9 +190,11 @@ async fn run_call(
                 arguments: args.clone(),
                 ..call.clone()
             };
-            let (output, stopped) = execute(tool, call, args, io, token).await;
+            let (output, stopped) = execute(tool, call, args, io, token, toolbox.redactor).await;
             let cx = HookContext::new(io);
-            let output = toolbox.hooks.after_tool_run(&ran, output, &cx).await;
+            let mut output = toolbox.hooks.after_tool_run(&ran, output, &cx).await;
+            // What a hook put in is cleaned too.
+            toolbox.redactor.output(&mut output);
             let outcome = match stopped {
                 Stopped::No if output.is_error => ToolOutcome::Error,
                 Stopped::No => ToolOutcome::Ok,
@@ -308,14 +313,17 @@ async fn execute(
     args: serde_json::Value,
     io: &LoopIo,
     token: CancellationToken,
+    redactor: &Redactor,
 ) -> (ToolOutput, Stopped) {
     let updates = io.clone();
+    let partial_redactor = redactor.clone();
     let (id, name) = (call.id.clone(), call.name.clone());
     // Closed before the end event, so no update of an abandoned tool trails its end.
     // The lock makes closing and emitting exclusive: no update can slip in after the close.
     let open = Arc::new(Mutex::new(true));
     let still_open = open.clone();
-    let tool_ctx = ToolContext::new(call.id.clone(), token.clone(), move |partial| {
+    let tool_ctx = ToolContext::new(call.id.clone(), token.clone(), move |mut partial| {
+        partial_redactor.output(&mut partial);
         let open = still_open.lock().unwrap_or_else(|e| e.into_inner());
         if *open {
             updates.emit(AgentEvent::ToolExecutionUpdate {
@@ -346,6 +354,7 @@ async fn execute(
         )),
         Some(Err(_)) | None => ToolOutput::error(ABORTED),
     };
+    redactor.output(&mut output);
     *open.lock().unwrap_or_else(|e| e.into_inner()) = false;
     let stopped = if !stopped {
         Stopped::No
