@@ -29,6 +29,9 @@ pub struct McpServerStatus {
     /// The last failure, kept after a restart until it succeeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Tools of the server that are not offered, each with why (a schema no provider takes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// Every configured server, and how their tools reach the model.

@@ -103,6 +103,7 @@ async fn a_late_subscriber_learns_the_last_mcp_status() {
             tools: vec!["mcp__docs__search".into()],
             tokens: 120,
             error: None,
+            left_out: Vec::new(),
         }],
         search_mode: false,
         budget_tokens: 1000,

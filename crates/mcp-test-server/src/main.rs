@@ -8,6 +8,8 @@
 //!   `listening on http://ADDR/mcp` on stdout;
 //! - `--expect-token TOKEN` (with `--http`): answers 401 unless `Authorization: Bearer TOKEN`
 //!   and `X-Team: infra` come with the request;
+//! - `--odd`: also offers `huge` (an answer of `mb` megabytes of text) and `list_input` (an
+//!   input schema of type `array`, which no provider accepts);
 //! - `--marker DIR`: writes `DIR/hanging` when `hang` starts and `DIR/cancelled` when the
 //!   client cancels it (so a test sees the protocol's cancellation arrive).
 //!
@@ -32,6 +34,7 @@ const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mN
 #[derive(Clone)]
 struct TestServer {
     many: usize,
+    odd: bool,
     marker: Option<PathBuf>,
 }
 
@@ -101,6 +104,22 @@ impl TestServer {
                 schema(json!({"type": "object"})),
             ),
         ];
+        if self.odd {
+            tools.push(Tool::new(
+                "huge",
+                "Answers with `mb` megabytes of text",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"mb": {"type": "integer"}},
+                    "required": ["mb"]
+                })),
+            ));
+            tools.push(Tool::new(
+                "list_input",
+                "Takes a list",
+                schema(json!({"type": "array", "items": {"type": "string"}})),
+            ));
+        }
         // About 2,000 characters each: 200 of them are ~100k tokens of definitions.
         let filler = "This tool does one narrow thing among many similar ones. ".repeat(35);
         for i in 0..self.many {
@@ -194,6 +213,10 @@ impl ServerHandler for TestServer {
                 ContentBlock::text("a pixel"),
                 ContentBlock::image(PIXEL, "image/png"),
             ]),
+            "huge" => {
+                let mb = args.get("mb").and_then(Value::as_u64).unwrap_or(1) as usize;
+                CallToolResult::success(vec![ContentBlock::text("x".repeat(mb << 20))])
+            }
             name if name.starts_with("big_") => {
                 CallToolResult::success(vec![ContentBlock::text(format!("{name} ran"))])
             }
@@ -217,6 +240,7 @@ impl ServerHandler for TestServer {
 async fn main() {
     let mut server = TestServer {
         many: 0,
+        odd: false,
         marker: None,
     };
     let mut http = false;
@@ -225,6 +249,10 @@ async fn main() {
     while let Some(arg) = args.next() {
         if arg == "--http" {
             http = true;
+            continue;
+        }
+        if arg == "--odd" {
+            server.odd = true;
             continue;
         }
         let value = args.next().unwrap_or_default();

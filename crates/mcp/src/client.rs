@@ -9,11 +9,12 @@ use std::sync::{Arc, Mutex};
 use platform::process::ProcessTree;
 use rmcp::RoleClient;
 use rmcp::service::{RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::config::{ServerConfig, Transport};
+use crate::line_cap::LineCap;
 
 pub(crate) type Service = RunningService<RoleClient, ()>;
 
@@ -26,6 +27,8 @@ pub(crate) type GroupGuard = Option<ProcessTree>;
 pub(crate) struct Connected {
     pub service: Service,
     pub _group: GroupGuard,
+    /// A stdio server's process, killed when dropped (none over HTTP).
+    pub _child: Option<tokio::process::Child>,
 }
 
 /// What a stdio server started with, besides its config.
@@ -90,6 +93,7 @@ pub(crate) async fn connect(
         Transport::Http { url } => Ok(Connected {
             service: http(config, &url).await?,
             _group: None,
+            _child: None,
         }),
     }
 }
@@ -135,17 +139,25 @@ async fn stdio(
     // whole tree goes when the server does.
     platform::process::isolate(&mut command);
     let mut command = tokio::process::Command::from(command);
-    command.kill_on_drop(true);
-    let (transport, err) = TokioChildProcess::builder(command)
-        .stderr(Stdio::piped())
+    command
+        .kill_on_drop(true)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Spawned here rather than by rmcp's child-process transport, so its output can pass
+    // through `LineCap`: an answer too large for rmcp fails its call at once, with the size.
+    let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-    let group = match transport.id().map(ProcessTree::adopt_pid) {
+    let group = match child.id().map(ProcessTree::adopt_pid) {
         Some(Ok(tree)) => Some(tree),
         Some(Err(e)) => return Err(format!("cannot start `{program}`: {e}")),
         None => None,
     };
-    if let Some(err) = err {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(format!("cannot start `{program}`: no pipes to it"));
+    };
+    if let Some(err) = child.stderr.take() {
         let tail = stderr.clone();
         let reader = tokio::spawn(async move {
             let mut lines = BufReader::new(err).lines();
@@ -157,6 +169,7 @@ async fn stdio(
         });
         *stderr.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
     }
+    let transport = (LineCap::new(stdout), stdin);
     let served = ().serve(transport).await;
     if served.is_err() {
         stderr.settle().await;
@@ -172,6 +185,7 @@ async fn stdio(
     Ok(Connected {
         service,
         _group: group,
+        _child: Some(child),
     })
 }
 

@@ -11,6 +11,7 @@
 
 mod client;
 pub mod config;
+mod line_cap;
 mod manager;
 mod search;
 mod tool;

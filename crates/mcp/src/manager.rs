@@ -50,6 +50,8 @@ struct State {
 struct Slot {
     state: McpState,
     tools: Vec<Arc<McpTool>>,
+    /// The server's tools that are not offered, each with why.
+    left_out: Vec<String>,
     error: Option<String>,
     /// Which start this is: a late report from a replaced task is dropped.
     generation: u64,
@@ -76,6 +78,7 @@ impl McpManager {
                         McpState::Disabled
                     },
                     tools: Vec::new(),
+                    left_out: Vec::new(),
                     error: None,
                     generation: 0,
                     task: None,
@@ -278,23 +281,20 @@ impl Inner {
             let crate::client::Connected {
                 service,
                 _group: group,
+                _child: child,
             } = connected;
             let peer = service.peer().clone();
-            let tools: Vec<Arc<McpTool>> = listed
-                .iter()
-                .filter(|t| config.offers(&t.name))
-                .map(|t| {
-                    Arc::new(McpTool::new(
-                        &server,
-                        t,
-                        config.tool_timeout(),
-                        peer.clone(),
-                    ))
-                })
-                .collect();
-            report(&inner, &server, generation, Ok(tools));
+            let mut ready = Ready::default();
+            for tool in listed.iter().filter(|t| config.offers(&t.name)) {
+                match McpTool::new(&server, tool, config.tool_timeout(), peer.clone()) {
+                    Ok(tool) => ready.tools.push(Arc::new(tool)),
+                    Err(why) => ready.left_out.push(why),
+                }
+            }
+            report(&inner, &server, generation, Ok(ready));
             let reason = service.waiting().await;
             drop(group);
+            drop(child);
             let mut why = match reason {
                 Ok(rmcp::service::QuitReason::Closed) => "the server exited".to_string(),
                 Ok(other) => format!("the connection ended ({other:?})"),
@@ -357,6 +357,7 @@ impl Inner {
                 tools: slot.tools.iter().map(|t| t.name().to_string()).collect(),
                 tokens: slot.tools.iter().map(|t| t.tokens()).sum(),
                 error: slot.error.clone(),
+                left_out: slot.left_out.clone(),
             })
             .collect();
         let total: u64 = servers
@@ -411,11 +412,18 @@ fn append_stderr(why: &mut String, stderr: &StderrTail) {
 }
 
 /// A server task's news: ready with its tools, or failed and why.
+/// A started server's tools: those offered, and why the others are not.
+#[derive(Default)]
+struct Ready {
+    tools: Vec<Arc<McpTool>>,
+    left_out: Vec<String>,
+}
+
 fn report(
     inner: &std::sync::Weak<Inner>,
     server: &str,
     generation: u64,
-    outcome: Result<Vec<Arc<McpTool>>, String>,
+    outcome: Result<Ready, String>,
 ) {
     let Some(inner) = inner.upgrade() else {
         return;
@@ -429,14 +437,16 @@ fn report(
             return;
         }
         match outcome {
-            Ok(tools) => {
+            Ok(ready) => {
                 slot.state = McpState::Ready;
-                slot.tools = tools;
+                slot.tools = ready.tools;
+                slot.left_out = ready.left_out;
                 slot.error = None;
             }
             Err(why) => {
                 slot.state = McpState::Failed;
                 slot.tools.clear();
+                slot.left_out.clear();
                 slot.error = Some(why);
             }
         }

@@ -64,13 +64,39 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// The tool's input schema as the model is sent it: an object schema (`type` added where a
+/// server left it out). `Err` says why the tool cannot be offered: MCP passes arguments as an
+/// object, and a provider refuses a request whose tool schema is anything else, which would
+/// fail every request of the session, not just this tool.
+fn input_schema(tool: &rmcp::model::Tool) -> Result<Value, String> {
+    let mut schema = Value::Object(tool.input_schema.as_ref().clone());
+    match schema.get("type") {
+        None => schema["type"] = json!("object"),
+        Some(Value::String(t)) if t == "object" => {}
+        // `["object", "null"]`: arguments are always sent, as an object.
+        Some(Value::Array(types)) if types.iter().any(|t| t == "object") => {
+            schema["type"] = json!("object")
+        }
+        Some(other) => {
+            return Err(format!(
+                "`{}`: its input schema is of type {other}, not an object, which no provider \
+                 accepts",
+                tool.name
+            ));
+        }
+    }
+    Ok(schema)
+}
+
 impl McpTool {
+    /// The tool as the model is offered it; `Err` says why it cannot be.
     pub fn new(
         server: &str,
         tool: &rmcp::model::Tool,
         timeout: Duration,
         peer: Peer<RoleClient>,
-    ) -> Self {
+    ) -> Result<Self, String> {
+        let parameters = input_schema(tool)?;
         let mut description = tool.description.as_deref().unwrap_or("").trim().to_string();
         if description.len() > MAX_DESCRIPTION {
             let mut end = MAX_DESCRIPTION;
@@ -83,12 +109,7 @@ impl McpTool {
         if description.is_empty() {
             description = format!("Tool `{}` of the MCP server `{server}`.", tool.name);
         }
-        let mut parameters = Value::Object(tool.input_schema.as_ref().clone());
-        // Some servers leave out `type`; every provider wants an object schema.
-        if parameters.get("type").is_none() {
-            parameters["type"] = json!("object");
-        }
-        Self {
+        Ok(Self {
             name: tool_name(server, &tool.name),
             server: server.to_string(),
             remote: tool.name.to_string(),
@@ -101,7 +122,7 @@ impl McpTool {
                 .unwrap_or(false),
             timeout,
             peer,
-        }
+        })
     }
 
     /// Estimated tokens of the definition the model is sent (about 4 characters a token).
@@ -244,6 +265,26 @@ mod tests {
             );
         }
         assert_eq!(tool_name("fs", "files.read"), tool_name("fs", "files.read"));
+    }
+
+    fn tool_with(schema: Value) -> rmcp::model::Tool {
+        let Value::Object(map) = schema else {
+            unreachable!()
+        };
+        rmcp::model::Tool::new("t", "a tool", std::sync::Arc::new(map))
+    }
+
+    #[test]
+    fn only_object_schemas_are_offered() {
+        let typed = input_schema(&tool_with(json!({"properties": {}}))).unwrap();
+        assert_eq!(typed["type"], "object");
+        let nullable = input_schema(&tool_with(json!({"type": ["object", "null"]}))).unwrap();
+        assert_eq!(nullable["type"], "object");
+        let array = input_schema(&tool_with(json!({"type": "array", "items": {}}))).unwrap_err();
+        assert!(
+            array.contains("`t`") && array.contains("\"array\""),
+            "{array}"
+        );
     }
 
     #[test]

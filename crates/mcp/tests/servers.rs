@@ -377,3 +377,62 @@ async fn the_budget_follows_the_model_window() {
     f.manager.set_context_window(2_000_000);
     assert_eq!(f.extra.current().len(), all);
 }
+
+/// An answer larger than a message may be (16 MiB) fails its call at once, saying how large
+/// it was, instead of being dropped while the call waits out its timeout; the server stays
+/// usable (issue 45).
+#[tokio::test]
+async fn an_oversized_answer_fails_its_call_at_once_with_the_size() {
+    let mut config = server(&["--odd"]);
+    // Far longer than the test may take: a call that waited for it would fail the test.
+    config.tool_timeout_secs = Some(600.0);
+    let f = start(vec![("t", config)], 200_000);
+    ready(&f).await;
+    let huge = tool(&f, "mcp__t__huge");
+    let call = huge.execute(json!({"mb": 17}), ctx(CancellationToken::new()));
+    let err = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call fails at once")
+        .unwrap_err();
+    assert!(
+        err.0.contains("17.0 MB") && err.0.contains("16.0 MB"),
+        "{}",
+        err.0
+    );
+    // Just under the limit still arrives whole, and the server still answers.
+    let out = tool(&f, "mcp__t__huge")
+        .execute(json!({"mb": 15}), ctx(CancellationToken::new()))
+        .await
+        .unwrap();
+    assert_eq!(out.plain_text().len(), 15 << 20);
+    let out = tool(&f, "mcp__t__echo")
+        .execute(json!({"text": "still here"}), ctx(CancellationToken::new()))
+        .await
+        .unwrap();
+    assert!(out.plain_text().contains("still here"));
+}
+
+/// A tool whose input schema is not an object would make every request of the session fail
+/// (providers refuse it): it is not offered, and `/mcp` says so (issue 45).
+#[tokio::test]
+async fn a_tool_with_a_non_object_schema_is_left_out_and_said() {
+    let f = start(vec![("t", server(&["--odd"]))], 200_000);
+    ready(&f).await;
+    let names: Vec<String> = f
+        .extra
+        .current()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert!(names.contains(&"mcp__t__huge".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("list_input")), "{names:?}");
+    for tool in f.extra.current().iter() {
+        assert_eq!(tool.parameters()["type"], "object", "{}", tool.name());
+    }
+    let status = f.manager.status();
+    assert_eq!(status.servers[0].left_out.len(), 1, "{status:?}");
+    assert!(
+        status.servers[0].left_out[0].contains("`list_input`"),
+        "{status:?}"
+    );
+}

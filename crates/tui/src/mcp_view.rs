@@ -68,6 +68,9 @@ fn server_line(server: &McpServerStatus) -> String {
             line.push_str(&format!(" and {} more", server.tools.len() - NAMES_SHOWN));
         }
     }
+    for why in &server.left_out {
+        line.push_str(&format!("\n    not offered: {why}"));
+    }
     if let Some(error) = &server.error {
         line.push_str(&format!("\n    last error: {error}"));
     }
@@ -112,14 +115,17 @@ mod tests {
             },
             tokens: if state == McpState::Ready { 1500 } else { 0 },
             error: error.map(str::to_string),
+            left_out: Vec::new(),
         }
     }
 
     #[test]
     fn the_listing_shows_state_tools_tokens_and_errors() {
+        let mut docs = server("docs", McpState::Ready, None);
+        docs.left_out = vec!["`list`: its input schema is of type \"array\"".into()];
         let status = McpStatus {
             servers: vec![
-                server("docs", McpState::Ready, None),
+                docs,
                 server("gh", McpState::Failed, Some("did not start within 30 s")),
                 server("off", McpState::Disabled, None),
             ],
@@ -128,7 +134,9 @@ mod tests {
         };
         let text = listing(Some(&status));
         assert!(text.starts_with("MCP servers: 1 of 2 ready · tool definitions 1.5k tokens"));
-        assert!(text.contains("• docs — ready, 2 tools, 1.5k tokens: echo, add"));
+        assert!(text.contains(
+            "• docs — ready, 2 tools, 1.5k tokens: echo, add\n    not offered: `list`: its input"
+        ));
         assert!(text.contains("• gh — failed\n    last error: did not start within 30 s"));
         assert!(text.contains("• off — disabled"));
         assert!(listing(None).contains("[mcp_servers.NAME]"));
