@@ -256,6 +256,11 @@ pub(crate) const LANDLOCK_GAPS: &[(u32, &str)] = &[
         5,
         "ioctl(2) on device files is not restricted (needs Landlock ABI 5, Linux 6.10)",
     ),
+    (
+        6,
+        "commands can send signals to your other processes (the agent, your editor) and \
+         connect to their abstract Unix sockets (needs Landlock ABI 6, Linux 6.12)",
+    ),
 ];
 
 #[cfg(test)]

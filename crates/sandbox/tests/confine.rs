@@ -586,7 +586,7 @@ fn a_permission_error_gets_the_note_and_other_failures_do_not() {
     // Made up: a machine with every layer (the note is about what the sandbox refused).
     let every_layer = Capabilities {
         backend: sandbox::Backend::Linux,
-        landlock_abi: Some(5),
+        landlock_abi: Some(6),
         seccomp: true,
         mount_ns: MountNs::User,
         ..Capabilities::none()
@@ -863,4 +863,67 @@ fn scenario_submodule_and_worktree_git_files_are_read_only() {
             .collect::<Vec<_>>(),
         [git.join("modules/sub/commondir")]
     );
+}
+
+/// Landlock's scopes (ABI 6): a confined command cannot signal a process outside its sandbox
+/// (here one the test started, standing in for the agent or the user's editor), nor connect
+/// to its abstract Unix socket; where the kernel is older, it can, and the report says so
+/// (issue 45).
+#[test]
+fn scenario_a_command_cannot_signal_or_reach_processes_outside_it() {
+    expect_user();
+    let scene = Scene::new();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let script = format!("kill -TERM {}", victim.id());
+    let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
+    let out = run(&sandbox, &scene, &script);
+    let scoped = capabilities().landlock_abi.is_some_and(|abi| abi >= 6);
+    let alive = victim.try_wait().unwrap().is_none();
+    if scoped {
+        assert_refused(&out, "Operation not permitted");
+        assert!(alive, "the command killed a process outside its sandbox");
+    } else {
+        assert_ok(&out);
+        if has(Layer::Landlock) {
+            assert!(
+                capabilities()
+                    .report
+                    .iter()
+                    .any(|l| l.text.contains("can send signals to your other processes")),
+                "{:#?}",
+                capabilities().report
+            );
+        } else {
+            missing_is_reported(Layer::Landlock);
+        }
+    }
+    // Ours to end, by its PID.
+    let _ = victim.kill();
+    let _ = victim.wait();
+    // Inside its own sandbox a command still signals what it started.
+    assert_ok(&run(
+        &sandbox,
+        &scene,
+        "sleep 30 & kill $!; wait $! || true",
+    ));
+
+    // An abstract socket of a process outside (X11 and D-Bus use them; so could anything).
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("coding-agent-test-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let connect = format!(
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0{name}\")'"
+    );
+    assert_ok(&run_unconfined(&scene, &connect));
+    let out = run(&sandbox, &scene, &connect);
+    if scoped {
+        assert_refused(&out, "PermissionError");
+    } else {
+        assert_ok(&out);
+    }
+    drop(listener);
 }

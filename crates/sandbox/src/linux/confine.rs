@@ -24,8 +24,10 @@
 //!    following layers require it of an unprivileged process.
 //! 3. **Landlock**: reads (and execution) everywhere, writes only beneath the writable roots
 //!    and to the harmless devices ([`crate::policy::WRITABLE_DEVICES`]). Handled: every
-//!    file-system right up to ABI 5; an older kernel enforces what it knows (best effort) and
-//!    the gaps are reported. A Landlock domain also forbids ptrace and `/proc/<pid>/mem`,
+//!    file-system right up to ABI 5, and ABI 6's scopes: a command can signal, and connect to
+//!    an abstract Unix socket of, only processes inside its own sandbox (not the agent, not
+//!    the user's editor or a local server); an older kernel enforces what it knows (best
+//!    effort) and the gaps are reported. A Landlock domain also forbids ptrace and `/proc/<pid>/mem`,
 //!    `/proc/<pid>/root` (and, for a non-root user, `/proc/<pid>/environ`) of processes
 //!    outside it, so a command cannot reach the agent's mount namespace through
 //!    `/proc/<agent>/root`, and it forbids mount/umount, so the read-only binds cannot be
@@ -252,7 +254,7 @@ fn c_path(path: &Path) -> Result<CString, SandboxError> {
 /// writable roots, and the harmless devices. `None` if the kernel has no Landlock after all.
 fn landlock_ruleset(policy: &Policy) -> Result<Option<OwnedFd>, SandboxError> {
     use landlock::{
-        Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules,
+        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
     };
     let error = |e: landlock::RulesetError| SandboxError::Landlock(e.to_string());
     let all = AccessFs::from_all(HANDLED_ABI);
@@ -261,6 +263,10 @@ fn landlock_ruleset(policy: &Policy) -> Result<Option<OwnedFd>, SandboxError> {
     // file (the devices).
     let created = Ruleset::default()
         .handle_access(all)
+        .map_err(error)?
+        // Signals and abstract Unix sockets reach only processes inside the sandbox (ABI 6;
+        // an older kernel drops this, best effort, and the report says so).
+        .scope(Scope::from_all(ABI::V6))
         .map_err(error)?
         .create()
         .map_err(error)?

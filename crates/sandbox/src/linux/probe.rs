@@ -300,12 +300,18 @@ fn assess_landlock(facts: &Facts, report: &mut Vec<ReportLine>) -> Option<u32> {
             return None;
         }
     }
+    let scoped = if abi >= 6 {
+        "; they cannot signal, nor connect to the abstract Unix sockets of, processes outside \
+         their sandbox"
+    } else {
+        ""
+    };
     line(
         report,
         Status::Ok,
         format!(
             "Landlock ABI {abi}: commands read everywhere and write only where the policy \
-             allows"
+             allows{scoped}"
         ),
     );
     for (_, gap) in LANDLOCK_GAPS.iter().filter(|(needs, _)| abi < *needs) {

@@ -107,7 +107,7 @@ pub fn assert_label(sandbox: &Sandbox, layers: &[&'static str]) {
     let left = available(layers);
     let label = sandbox.summary().label;
     let whole =
-        left.len() == layers.len() && capabilities().landlock_abi.is_none_or(|abi| abi >= 5);
+        left.len() == layers.len() && capabilities().landlock_abi.is_none_or(|abi| abi >= 6);
     let expected = if left.is_empty() {
         "sandbox: none".to_string()
     } else if whole {

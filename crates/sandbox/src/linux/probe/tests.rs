@@ -180,13 +180,26 @@ fn older_landlock_abis_name_what_they_leave_out() {
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, None));
     assert_eq!(summary.level, Level::Partial);
     assert_eq!(summary.label, "sandbox: landlock+mountns (partial)");
-    assert_eq!(summary.missing.len(), 2, "{:?}", summary.missing);
+    assert_eq!(summary.missing.len(), 3, "{:?}", summary.missing);
+    assert!(has_line(
+        &caps,
+        Status::Limited,
+        "can send signals to your other processes"
+    ));
 
     let abi1 = Capabilities::assess(&Facts {
         landlock_abi: Ok(1),
         ..healthy()
     });
     assert!(has_line(&abi1, Status::Limited, "always fails (EXDEV)"));
+
+    // ABI 6 scopes signals and abstract sockets: nothing is left out.
+    let abi6 = Capabilities::assess(&Facts {
+        landlock_abi: Ok(6),
+        ..healthy()
+    });
+    assert!(!abi6.report.iter().any(|l| l.status == Status::Limited));
+    assert!(has_line(&abi6, Status::Ok, "cannot signal"));
 }
 
 #[test]
