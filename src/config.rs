@@ -106,11 +106,18 @@ pub struct SandboxConfig {
     pub writable: Vec<std::path::PathBuf>,
     /// Whether commands may open network sockets (default: on in workspace-write).
     pub network: Option<bool>,
+    /// Paths commands may not read (`~/.ssh`, `~/.aws`); the agent's own files are hidden
+    /// anyway.
+    #[serde(default)]
+    pub deny_read: Vec<std::path::PathBuf>,
 }
 
 impl SandboxConfig {
     fn is_set(&self) -> bool {
-        self.mode.is_some() || !self.writable.is_empty() || self.network.is_some()
+        self.mode.is_some()
+            || !self.writable.is_empty()
+            || self.network.is_some()
+            || !self.deny_read.is_empty()
     }
 }
 

@@ -21,7 +21,7 @@ pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
         let _ = writeln!(out, "  {line}");
     }
     let workspace = session::repository_root(cwd);
-    let policy = crate::safety::policy(cli, config, &workspace);
+    let policy = crate::safety::policy(cli, config, home, &workspace);
     let summary = capabilities.summary(&policy);
     let approval = cli.approval.or(config.approval).unwrap_or_default();
     let _ = writeln!(
@@ -37,6 +37,9 @@ pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
         if policy.network { "on" } else { "off" }
     );
     let _ = writeln!(out, "  approvals: {}", approval.name());
+    if policy.mode != sandbox::SandboxMode::DangerFullAccess {
+        let _ = writeln!(out, "  hidden from commands: {}", hidden_list(&policy));
+    }
     for missing in &summary.missing {
         let _ = writeln!(out, "  not enforced: {missing}");
     }
@@ -57,6 +60,24 @@ pub fn report(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> String {
     let _ = writeln!(out, "  this repository: {trust}");
     mcp_servers(&mut out, config);
     out
+}
+
+/// What commands may not read: the agent's home (but what stays readable) and `deny_read`.
+pub fn hidden_list(policy: &sandbox::Policy) -> String {
+    let mut parts = Vec::new();
+    if let Some(home) = policy.agent_home() {
+        parts.push(format!(
+            "{} (all but {})",
+            home.display(),
+            sandbox::AGENT_HOME_READABLE.join(", ")
+        ));
+    }
+    parts.extend(policy.deny_read().iter().map(|p| p.display().to_string()));
+    if parts.is_empty() {
+        "nothing".to_string()
+    } else {
+        parts.join("; ")
+    }
 }
 
 /// The configured MCP servers, how each would start, and what is wrong with an entry.

@@ -153,6 +153,29 @@ impl Guard {
         self.ask(approvals, question).await
     }
 
+    /// A read of what commands may not read (the agent's keys and sessions, `deny_read`) is
+    /// the user's call, as a command's would be if the sandbox let it.
+    async fn check_read(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(());
+        };
+        let path = resolve(&self.cwd, call.arguments["path"].as_str().unwrap_or("."));
+        let recursive = matches!(call.name.as_str(), "grep" | "find");
+        let Some(hidden) = sandbox.policy().read_hidden(&path, recursive) else {
+            return Ok(());
+        };
+        let question = Question {
+            subject: path.display().to_string(),
+            reason: format!(
+                "reads {}, which is hidden from commands (the agent's own keys and sessions, \
+                 or [sandbox] deny_read)",
+                hidden.display()
+            ),
+            ..Question::default()
+        };
+        self.ask(approvals, question).await
+    }
+
     async fn check_write(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
         let Some(sandbox) = &self.sandbox else {
             return Ok(());
@@ -187,6 +210,7 @@ impl Hooks for Guard {
         match call.name.as_str() {
             "bash" => self.check_bash(&call.arguments, approvals).await,
             "write" | "edit" => self.check_write(call, approvals).await,
+            "read" | "grep" | "find" | "ls" => self.check_read(call, approvals).await,
             // A server's process is confined like commands are: where nothing confines it,
             // its tools are asked about as commands are.
             name if name.starts_with("mcp__")
@@ -216,18 +240,10 @@ fn bash_syntax() -> bool {
     platform::shell::Shell::detect().kind != platform::shell::ShellKind::PowerShell
 }
 
-/// `path` from a tool call, as the tools resolve it.
+/// `path` from a tool call, as the tools resolve it (their own function: the path checked
+/// is the path they open).
 fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    let path = path.trim();
-    let expanded = match (path.strip_prefix("~/"), platform::fs::home_dir()) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(path),
-    };
-    if expanded.is_absolute() {
-        expanded
-    } else {
-        cwd.join(expanded)
-    }
+    tools::resolve_path(cwd, path)
 }
 
 /// What a write or edit would change, as a diff for the question.

@@ -20,8 +20,9 @@ pub struct Safety {
     pub approval: ApprovalMode,
 }
 
-/// The policy the flags and the home config ask for, in `workspace`.
-pub fn policy(cli: &Cli, config: &Config, workspace: &Path) -> Policy {
+/// The policy the flags and the home config ask for, in `workspace`, hiding the agent's own
+/// files in `home` from commands.
+pub fn policy(cli: &Cli, config: &Config, home: &Home, workspace: &Path) -> Policy {
     let mode = cli
         .sandbox
         .or(config.sandbox.mode)
@@ -32,11 +33,12 @@ pub fn policy(cli: &Cli, config: &Config, workspace: &Path) -> Policy {
         &config.sandbox.writable,
         config.sandbox.network,
     )
+    .hiding(Some(home.root()), &config.sandbox.deny_read)
 }
 
 pub fn build(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> Safety {
     let workspace = session::repository_root(cwd);
-    let policy = policy(cli, config, &workspace);
+    let policy = policy(cli, config, home, &workspace);
     let mode = policy.mode;
     let capabilities = sandbox::probe();
     let summary = capabilities.summary(&policy);

@@ -35,7 +35,10 @@ fn a_template_is_offered_in_the_popup_and_expands_with_its_arguments() {
         "---\nname: deploy\ndescription: Ship to staging.\n---\nRun make deploy.\n",
     )
     .unwrap();
-    let hook = home.path().join("check.sh");
+    // Where the README says hook scripts go: the rest of the agent's home is hidden from
+    // commands, hooks included.
+    std::fs::create_dir_all(home.path().join("hooks")).unwrap();
+    let hook = home.path().join("hooks/check.sh");
     std::fs::write(&hook, "#!/bin/sh\ncat > /dev/null\nexit 0\n").unwrap();
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(

@@ -452,3 +452,57 @@ async fn a_key_a_command_finds_is_redacted_everywhere_it_would_go() {
     let saved = std::fs::read_to_string(&sessions[0]).unwrap();
     assert!(!saved.contains(key), "the session file holds the key");
 }
+
+/// A hostile model cannot read the agent's own files — other projects' transcripts, the
+/// stored keys — neither through a command (hidden by the sandbox) nor through the read tool
+/// (asked about, so refused in print mode) (issue 45).
+#[tokio::test]
+async fn the_agent_s_own_files_are_out_of_a_model_s_reach() {
+    let env = Env::new();
+    let other = env.home.path().join("sessions/--other-project--");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("s.jsonl"),
+        "{\"secret\":\"transcript-secret\"}\n",
+    )
+    .unwrap();
+    let stolen = other.join("s.jsonl").display().to_string();
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": format!("cat {stolen}")})),
+        Reply::tool_call("read", json!({"path": stolen})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env
+        .run_confined(Some(&server), &["-p", "read the other transcripts"], "")
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bash = tool_result(&server, 1);
+    let hidden = {
+        let policy = sandbox::Policy::new(
+            sandbox::SandboxMode::WorkspaceWrite,
+            env.work.path(),
+            &[],
+            None,
+        )
+        .hiding(Some(env.home.path()), &[]);
+        let summary = sandbox::probe().summary(&policy);
+        summary.layers.contains(&"mountns") || summary.layers.contains(&"seatbelt")
+    };
+    if !something_confines() {
+        assert!(bash.contains("nothing on this machine confines"), "{bash}");
+    } else if hidden {
+        assert!(!bash.contains("transcript-secret"), "{bash}");
+    } else {
+        // No mount namespaces: the command read it, and doctor says so.
+        let doctor = env.run_confined(None, &["doctor"], "").await;
+        assert!(
+            text(&doctor.stdout).contains("not enforced: hiding the agent's own files"),
+            "{}",
+            text(&doctor.stdout)
+        );
+    }
+    let read = tool_result(&server, 2);
+    assert!(!read.contains("transcript-secret"), "{read}");
+    assert!(read.contains("hidden from commands"), "{read}");
+}

@@ -52,7 +52,7 @@ pub use linux::child::Trial;
 #[cfg(target_os = "linux")]
 pub use linux::probe::Facts;
 pub use planted::Planted;
-pub use policy::{Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
+pub use policy::{AGENT_HOME_READABLE, Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
 pub use servers::ServerStore;

@@ -44,9 +44,12 @@ pub(crate) struct Watch {
 
 impl Watch {
     pub(crate) fn new(policy: &Policy) -> Watch {
+        // The agent makes its own home when it first saves something: never taken for
+        // planted.
         let absent = policy
             .protected_paths()
             .into_iter()
+            .filter(|path| Some(path.as_path()) != policy.agent_home())
             .filter(|path| !exists(path) && path.parent().is_some_and(|p| p.is_dir()))
             .collect();
         Watch {

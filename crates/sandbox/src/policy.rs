@@ -97,7 +97,18 @@ pub struct Policy {
     pub network: bool,
     /// `std::env::temp_dir()`, `/tmp` and `/dev/shm`, resolved and without duplicates.
     temp_dirs: Vec<PathBuf>,
+    /// The agent's own directory (`$CODING_AGENT_HOME`), resolved: its keys, sessions and
+    /// checkpoints are hidden from commands (see [`Policy::hidden_paths`]).
+    agent_home: Option<PathBuf>,
+    /// Paths commands may not read (config `[sandbox] deny_read`), resolved.
+    deny_read: Vec<PathBuf>,
 }
+
+/// What stays readable in the agent's home: what the user wrote for the model and its
+/// commands (skills with their scripts, prompt templates, hook scripts, instructions).
+/// Everything else there — `auth.toml`, `config.toml` (it may hold keys), sessions,
+/// checkpoints, the approval and trust records — is hidden.
+pub const AGENT_HOME_READABLE: &[&str] = &["skills", "prompts", "hooks", "AGENTS.md", "SYSTEM.md"];
 
 impl Policy {
     /// The policy of `mode` for `workspace`.
@@ -142,7 +153,90 @@ impl Policy {
             writable,
             network,
             temp_dirs,
+            agent_home: None,
+            deny_read: Vec::new(),
         }
+    }
+
+    /// Hides the agent's own files in `agent_home` from commands, and the `deny_read` paths
+    /// (`~/` is the home directory, a relative path is relative to the workspace). Nothing is
+    /// hidden in `danger-full-access`, nor the agent home when the workspace is inside it
+    /// (working on one's own agent setup).
+    pub fn hiding(mut self, agent_home: Option<&Path>, deny_read: &[PathBuf]) -> Policy {
+        self.agent_home = agent_home
+            .map(|home| {
+                let home = absolute(home);
+                resolve(&home).unwrap_or(home)
+            })
+            .filter(|home| !self.workspace.starts_with(home));
+        self.deny_read = deny_read
+            .iter()
+            .map(|p| expand(&self.workspace, p))
+            .map(|p| resolve(&p).unwrap_or(p))
+            .collect();
+        self
+    }
+
+    /// What commands may not read, as the file system is now (call it per command: a key
+    /// saved meanwhile is a new file): every entry of the agent's home but
+    /// [`AGENT_HOME_READABLE`], and the `deny_read` paths that exist. Empty in
+    /// `danger-full-access`.
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        if self.mode == SandboxMode::DangerFullAccess {
+            return Vec::new();
+        }
+        let mut hidden: Vec<PathBuf> = Vec::new();
+        if let Some(home) = &self.agent_home
+            && let Ok(entries) = std::fs::read_dir(home)
+        {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if !AGENT_HOME_READABLE.iter().any(|keep| name == *keep) {
+                    hidden.push(entry.path());
+                }
+            }
+        }
+        hidden.extend(
+            self.deny_read
+                .iter()
+                .filter(|p| std::fs::symlink_metadata(p).is_ok())
+                .cloned(),
+        );
+        hidden.sort();
+        hidden.dedup();
+        hidden
+    }
+
+    /// The hidden path that reading `path` would reach (`path` inside it, or — for a tool
+    /// that descends into directories but skips hidden entries, `recursive` — one beneath it
+    /// reached without entering a dot-named directory): the rule the kernel applies to
+    /// commands, checked in-process on the real path.
+    pub fn read_hidden(&self, path: &Path, recursive: bool) -> Option<PathBuf> {
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.workspace.join(path)
+        };
+        let real = resolve(&path).unwrap_or(path);
+        self.hidden_paths().into_iter().find(|hidden| {
+            real.starts_with(hidden)
+                || (recursive
+                    && hidden.strip_prefix(&real).is_ok_and(|below| {
+                        !below
+                            .components()
+                            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+                    }))
+        })
+    }
+
+    /// The agent home whose files are hidden, if any.
+    pub fn agent_home(&self) -> Option<&Path> {
+        self.agent_home.as_deref()
+    }
+
+    /// The configured `deny_read` paths (resolved), existing or not.
+    pub fn deny_read(&self) -> &[PathBuf] {
+        &self.deny_read
     }
 
     /// The temp dirs commands may write in `workspace-write`.
@@ -187,6 +281,16 @@ impl Policy {
         }
         for dir in linked {
             paths.extend(git_dir_metadata(&dir));
+        }
+        // An agent home under a writable root (`CODING_AGENT_HOME` in the temp dir): its
+        // config, keys and records are the agent's, not the commands'.
+        if let Some(home) = &self.agent_home
+            && self
+                .writable_roots()
+                .iter()
+                .any(|root| home.starts_with(root))
+        {
+            paths.push(home.clone());
         }
         paths.sort();
         paths.dedup();

@@ -225,6 +225,14 @@ impl Capabilities {
                 );
             }
         }
+        let hides = policy.agent_home().is_some() || !policy.deny_read().is_empty();
+        if hides && policy.mode != SandboxMode::DangerFullAccess && self.mount_ns == MountNs::None {
+            missing.push(
+                "hiding the agent's own files (keys, sessions) and [sandbox] deny_read from \
+                 commands (mount namespaces): commands can read them"
+                    .to_string(),
+            );
+        }
         if policy.mode == SandboxMode::WorkspaceWrite {
             if self.mount_ns == MountNs::None {
                 missing.push(

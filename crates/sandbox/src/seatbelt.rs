@@ -43,6 +43,8 @@ pub struct Rules {
     pub fixed: Vec<PathBuf>,
     /// Whether commands may open network sockets (Unix sockets always).
     pub network: bool,
+    /// Paths commands may neither read nor write (the agent's own files, `deny_read`).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Rules {
@@ -53,11 +55,19 @@ impl Rules {
             SandboxMode::DangerFullAccess => None,
             SandboxMode::ReadOnly => Some(Rules {
                 network: policy.network,
+                hidden: policy.hidden_paths(),
                 ..Rules::default()
             }),
             SandboxMode::WorkspaceWrite => Some(Rules {
                 writable: policy.writable_roots(),
-                read_only: policy.protected_paths(),
+                // A hidden path in a writable root (an agent home under the temp dir) is not
+                // written either.
+                read_only: policy
+                    .protected_paths()
+                    .into_iter()
+                    .chain(policy.hidden_paths())
+                    .collect(),
+                hidden: policy.hidden_paths(),
                 fixed: policy
                     .git_dirs()
                     .into_iter()
@@ -87,9 +97,6 @@ const BASE: &str = r#"(version 1)
 (allow process-fork)
 (allow signal (target same-sandbox))
 (allow process-info* (target same-sandbox))
-
-; Reading is allowed everywhere, as on Linux.
-(allow file-read*)
 
 ; What ordinary programs ask of the system: machine facts, user and group lookups,
 ; preferences, POSIX semaphores (Python's multiprocessing), power assertions.
@@ -142,6 +149,23 @@ impl Profile {
     pub fn new(rules: &Rules) -> Profile {
         let mut text = String::from(BASE);
         let mut params = Vec::new();
+        if rules.hidden.is_empty() {
+            text.push_str("\n; Reading is allowed everywhere, as on Linux.\n(allow file-read*)\n");
+        } else {
+            text.push_str(
+                "\n; Reading is allowed everywhere, as on Linux, but for the hidden paths.\n\
+                 (allow file-read*\n  (require-all (subpath \"/\")",
+            );
+            for (i, path) in rules.hidden.iter().enumerate() {
+                let name = format!("HIDDEN_{i}");
+                text.push_str(&format!(
+                    "\n    (require-not (literal (param \"{name}\")))\
+                     \n    (require-not (subpath (param \"{name}\")))"
+                ));
+                params.push((name, path.clone()));
+            }
+            text.push_str("))\n");
+        }
         text.push_str("\n; The harmless devices.\n");
         for device in WRITABLE_DEVICES {
             text.push_str(&format!(

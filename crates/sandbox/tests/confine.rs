@@ -927,3 +927,60 @@ fn scenario_a_command_cannot_signal_or_reach_processes_outside_it() {
     }
     drop(listener);
 }
+
+/// The agent's own files — its keys, its sessions and checkpoints of every project — and the
+/// `deny_read` paths cannot be read by a command, in either confined mode; what the user wrote
+/// for the model (skills and their scripts) stays readable. Where there are no mount
+/// namespaces a command can read them, and the summary says so (issue 45).
+#[test]
+fn scenario_the_agent_s_own_files_are_hidden_from_commands() {
+    expect_user();
+    let scene = Scene::new();
+    let home = scene.outside.join("agent-home");
+    std::fs::create_dir_all(home.join("sessions/--p--")).unwrap();
+    std::fs::create_dir_all(home.join("skills/pdf")).unwrap();
+    std::fs::write(home.join("auth.toml"), "[keys]\nopenai = \"sk-secret-1\"\n").unwrap();
+    std::fs::write(home.join("sessions/--p--/s.jsonl"), "transcript-secret\n").unwrap();
+    std::fs::write(home.join("skills/pdf/run.sh"), "echo skill-ok\n").unwrap();
+    let ssh = scene.outside.join("dot-ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_ed25519"), "PRIVATE-KEY\n").unwrap();
+    let script = format!(
+        "cat {home}/auth.toml {home}/sessions/--p--/s.jsonl {ssh}/id_ed25519 2>&1; \
+         sh {home}/skills/pdf/run.sh",
+        home = home.display(),
+        ssh = ssh.display()
+    );
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let policy =
+            Policy::new(mode, &scene.ws, &[], None).hiding(Some(&home), std::slice::from_ref(&ssh));
+        let sandbox = sandbox::Sandbox::new(policy, capabilities());
+        let out = run(&sandbox, &scene, &script);
+        let seen = stdout(&out);
+        assert!(seen.contains("skill-ok"), "{mode}: {seen}{}", stderr(&out));
+        let leaked = ["sk-secret-1", "transcript-secret", "PRIVATE-KEY"]
+            .iter()
+            .filter(|secret| seen.contains(*secret))
+            .count();
+        if has(Layer::Mounts) {
+            assert_eq!(leaked, 0, "{mode}: {seen}");
+        } else {
+            assert_eq!(leaked, 3, "{mode}: {seen}");
+            assert!(
+                sandbox
+                    .summary()
+                    .missing
+                    .iter()
+                    .any(|m| m.contains("hiding the agent's own files")),
+                "{:?}",
+                sandbox.summary().missing
+            );
+        }
+    }
+    // Nothing was changed by hiding: the agent still reads its own files.
+    assert!(
+        std::fs::read_to_string(home.join("auth.toml"))
+            .unwrap()
+            .contains("sk-secret-1")
+    );
+}

@@ -33,6 +33,7 @@ pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use paths::resolve as resolve_path;
 #[cfg(unix)]
 pub use platform::process::group_alive;
 pub use read::ReadTool;

@@ -32,6 +32,14 @@ pub(crate) struct Bind {
     pub remount_flags: Option<libc::c_ulong>,
 }
 
+/// A path hidden from the command: an empty read-only file system over a directory,
+/// `/dev/null` over a file (reads find nothing).
+#[derive(Debug)]
+pub(crate) struct Hide {
+    pub path: CString,
+    pub dir: bool,
+}
+
 /// How a command enters its own user namespace.
 #[derive(Debug)]
 pub(crate) enum UserNs {
@@ -55,6 +63,8 @@ pub(crate) struct MountPlan {
     pub user_ns: Option<UserNs>,
     /// In order: an enclosing directory's bind comes before those inside it.
     pub binds: Vec<Bind>,
+    /// Made after the binds.
+    pub hides: Vec<Hide>,
     /// The command's working directory (absolute), entered again after the mounts: a cwd
     /// inside a protected path would otherwise still point at the writable mount.
     pub cwd: Option<CString>,
@@ -144,6 +154,34 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
                     flags,
                     std::ptr::null(),
                 ))?;
+            }
+        }
+        for hide in &plan.hides {
+            let path = hide.path.as_ptr();
+            let hidden = if hide.dir {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path,
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=0555,size=4k".as_ptr().cast(),
+                )
+            } else {
+                libc::mount(
+                    c"/dev/null".as_ptr(),
+                    path,
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                )
+            };
+            if hidden < 0 {
+                let error = io::Error::last_os_error();
+                // Gone since the parent looked: nothing left to hide.
+                if error.raw_os_error() == Some(libc::ENOENT) {
+                    continue;
+                }
+                return Err(error);
             }
         }
         if let Some(cwd) = &plan.cwd {

@@ -63,7 +63,7 @@ use seccompiler::{
 };
 
 use crate::confine::{Prepared, SandboxError};
-use crate::linux::child::{self, Bind, MountPlan, UserNs};
+use crate::linux::child::{self, Bind, Hide, MountPlan, UserNs};
 use crate::policy::{Policy, WRITABLE_DEVICES};
 use crate::probe::{Capabilities, MountNs};
 
@@ -99,7 +99,7 @@ pub(crate) fn prepare(
             if plan.user_ns.is_some() {
                 prepared.layers.push("userns");
             }
-            if !plan.binds.is_empty() {
+            if !plan.binds.is_empty() || !plan.hides.is_empty() {
                 prepared.layers.push("mountns");
             }
             layers.mounts = Some(plan);
@@ -222,6 +222,22 @@ fn mount_plan(
     if binds.iter().all(|b| b.remount_flags.is_none()) {
         binds.clear();
     }
+    let mut hides = Vec::new();
+    for path in policy.hidden_paths() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        // A symlink is hidden where it leads (a mount follows it).
+        let dir = if meta.file_type().is_symlink() {
+            path.is_dir()
+        } else {
+            meta.is_dir()
+        };
+        hides.push(Hide {
+            path: c_path(&path)?,
+            dir,
+        });
+    }
     let (uid, gid) = child::effective_ids();
     let user_ns = match method {
         MountNs::User if uid == 0 => Some(UserNs::All),
@@ -231,7 +247,7 @@ fn mount_plan(
         }),
         MountNs::Plain | MountNs::None => None,
     };
-    let needed = !binds.is_empty() || matches!(user_ns, Some(UserNs::All));
+    let needed = !binds.is_empty() || !hides.is_empty() || matches!(user_ns, Some(UserNs::All));
     if !needed {
         return Ok((None, absent));
     }
@@ -239,6 +255,7 @@ fn mount_plan(
         Some(MountPlan {
             user_ns,
             binds,
+            hides,
             cwd: None,
         }),
         absent,

@@ -265,6 +265,11 @@ fn scenario_rules(network: bool) -> Rules {
         ],
         fixed: vec![ws.join(".git")],
         network,
+        hidden: vec![
+            "/Users/me/.coding-agent/auth.toml".into(),
+            "/Users/me/.coding-agent/sessions".into(),
+            "/Users/me/.ssh".into(),
+        ],
     }
 }
 
@@ -327,8 +332,8 @@ fn workspace_write_allows_the_workspace_and_temp_but_nothing_outside() {
     ] {
         assert!(eval.writes_nothing_to(path), "{path} should be read-only");
     }
-    // Reading is allowed everywhere.
-    assert!(eval.reads("/Users/me/.ssh/id_ed25519"));
+    // Reading is allowed everywhere but where hidden (the scenario hides ~/.ssh).
+    assert!(eval.reads("/Users/me/.gitconfig"));
     assert!(eval.reads("/etc/hosts"));
 }
 
@@ -401,6 +406,36 @@ fn the_network_switch_keeps_unix_sockets_either_way() {
     assert!(on.allows("network-outbound", Target::Socket("ip")));
     assert!(on.allows("network-bind", Target::Socket("ip")));
     assert!(on.allows("system-socket", Target::Socket("ip")));
+}
+
+/// The agent's own files and the `deny_read` paths are neither read nor written; the rest of
+/// the agent's home (skills) and everything else stay readable (issue 45).
+#[test]
+fn hidden_paths_are_not_read() {
+    let eval = Evaluator::new(&Profile::new(&scenario_rules(true)));
+    assert!(!eval.reads("/Users/me/.coding-agent/auth.toml"));
+    assert!(!eval.reads("/Users/me/.coding-agent/sessions/x/1.jsonl"));
+    assert!(!eval.reads("/Users/me/.ssh/id_ed25519"));
+    assert!(!eval.reads("/Users/me/.ssh"));
+    assert!(eval.reads("/Users/me/.coding-agent/skills/pdf/run.py"));
+    assert!(eval.reads("/Users/me/.sshrc"));
+    assert!(eval.reads("/Users/me/project/src/main.rs"));
+    assert!(eval.reads("/usr/bin/git"));
+    // A policy whose agent home is under a writable root: hidden there means not written
+    // either.
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("agent-home");
+    std::fs::create_dir_all(home.join("skills")).unwrap();
+    std::fs::write(home.join("auth.toml"), "").unwrap();
+    let ws = temp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let policy = Policy::new(SandboxMode::WorkspaceWrite, &ws, &[], None).hiding(Some(&home), &[]);
+    let eval = Evaluator::new(&Profile::new(&Rules::from_policy(&policy).unwrap()));
+    let home = crate::policy::resolve(&home).unwrap();
+    let auth = home.join("auth.toml");
+    assert!(!eval.reads(auth.to_str().unwrap()));
+    assert!(!eval.writes(&auth));
+    assert!(eval.reads(home.join("skills/x").to_str().unwrap()));
 }
 
 #[test]
