@@ -251,10 +251,29 @@ impl Checkpoints {
             .await
     }
 
-    /// `/redo`: re-applies the step undone last.
+    /// `/redo`: takes back the undo done last — the files as they were before it, a change
+    /// of the user's that "restore anyway" overwrote included (for a session recorded before
+    /// restores kept their snapshot after: re-applies the step's own changes).
     pub async fn redo(self: &Arc<Self>, agent: &Agent, on: OnConflict) -> RestoreOutcome {
-        let steps = self.pick(Timeline::next_redo);
-        self.restore_steps(agent, RestoreKind::Redo, steps, on, "nothing to redo")
+        let undo = self.inner().timeline.next_redo_step().cloned();
+        let Some(session::RedoStep {
+            checkpoints,
+            undo: Some(undo),
+        }) = undo
+        else {
+            let steps = self.pick(Timeline::next_redo);
+            return self
+                .restore_steps(agent, RestoreKind::Redo, steps, on, "nothing to redo")
+                .await;
+        };
+        let step = TimedCheckpoint {
+            record: undo,
+            at: 0,
+            step: 0,
+            undone: true,
+        };
+        // The step's own checkpoints are back, not the undo's.
+        self.restore_as(agent, RestoreKind::Redo, vec![step], on, checkpoints)
             .await
     }
 
@@ -386,10 +405,22 @@ impl Checkpoints {
         steps: Vec<TimedCheckpoint>,
         on: OnConflict,
     ) -> RestoreOutcome {
+        let ids: Vec<String> = steps.iter().map(|c| c.record.id.clone()).collect();
+        self.restore_as(agent, kind, steps, on, ids).await
+    }
+
+    /// [`Self::restore`], recorded as a restore of the checkpoints `ids`.
+    async fn restore_as(
+        self: &Arc<Self>,
+        agent: &Agent,
+        kind: RestoreKind,
+        steps: Vec<TimedCheckpoint>,
+        on: OnConflict,
+        ids: Vec<String>,
+    ) -> RestoreOutcome {
         if agent.snapshot().await.is_ok_and(|s| s.running) {
             return nothing(self, "the agent is running; stop it first (Esc)");
         }
-        let ids: Vec<String> = steps.iter().map(|c| c.record.id.clone()).collect();
         let this = self.clone();
         let result = blocking(move || this.restore_blocking(kind, &steps, on)).await;
         match result {
@@ -411,6 +442,7 @@ impl Checkpoints {
                         .map(|f| format!("{}: {}", f.path.display(), f.reason))
                         .collect(),
                     pre_restore: applied.checkpoint.before.as_str().to_string(),
+                    post_restore: applied.checkpoint.after.as_str().to_string(),
                 };
                 // At once, so a second /undo right after goes further back; the event
                 // brings the same change again, which changes nothing.

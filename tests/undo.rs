@@ -276,6 +276,18 @@ async fn a_file_changed_since_the_checkpoint_is_a_conflict() {
     let list = ok(rpc.call(6, json!({"type": "checkpoints"})));
     assert_eq!(list["checkpoints"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list["checkpoints"][0]["undone"], true);
+    // "Restore anyway" is taken back by /redo: the user's overwritten text comes back, not
+    // the agent's version of the file (issue 45).
+    let redone = ok(rpc.call(7, json!({"type": "redo"})));
+    assert_eq!(redone["restore"]["status"], "restored", "{redone}");
+    assert_eq!(read(work, "other.txt").unwrap(), b"edited again\n");
+    assert_eq!(read(work, "mine.txt").unwrap(), b"the user's own edit\n");
+    let list = ok(rpc.call(8, json!({"type": "checkpoints"})));
+    assert_eq!(list["checkpoints"][0]["undone"], false, "{list}");
+    // And /undo after it takes the step back again, asking first about the file the user
+    // changed since the agent wrote it.
+    let again = ok(rpc.call(9, json!({"type": "undo"})));
+    assert_eq!(again["restore"]["status"], "conflicts", "{again}");
     rpc.finish();
 }
 

@@ -56,14 +56,13 @@ fn undo_asks_about_the_users_edit_and_esc_twice_rewinds() {
     session.wait_for("Undone: M plan.txt; kept as you left them: notes.txt");
     assert_eq!(read(&session, "plan.txt").unwrap(), "plan A\n");
     assert_eq!(read(&session, "notes.txt").unwrap(), "my own words\n");
-    // /redo brings the agent's plan back; the user's file is still theirs, so it asks again.
+    // /redo takes that undo back: the agent's plan returns, and the user's file, which the
+    // undo left alone, is not touched, so there is nothing to ask.
     session.type_text("/redo");
     session.send("\r");
-    session.wait_for("Skip those files");
-    session.send(UP);
-    session.send("\r");
-    session.wait_for("Redone: M plan.txt; kept as you left them: notes.txt");
+    session.wait_for("Redone: M plan.txt");
     assert_eq!(read(&session, "plan.txt").unwrap(), "plan B\n");
+    assert_eq!(read(&session, "notes.txt").unwrap(), "my own words\n");
 
     // Esc twice on an empty editor: the rewind list, newest message first.
     session.send("\x1b");

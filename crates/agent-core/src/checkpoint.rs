@@ -86,6 +86,11 @@ pub struct RestoreRecord {
     pub failed: Vec<String>,
     /// The snapshot taken just before restoring, so the restore itself can be undone.
     pub pre_restore: String,
+    /// The snapshot taken just after; with `pre_restore`, what `/redo` of an undo puts back
+    /// (the files as they were before it, a change of the user's it overwrote included).
+    /// Empty in sessions recorded before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub post_restore: String,
 }
 
 /// Takes checkpoints around tool batches; see the module docs.

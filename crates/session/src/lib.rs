@@ -45,7 +45,7 @@ pub use prompt::{PromptInputs, SystemPrompt};
 pub use recorder::{Recorder, RecorderSetup};
 pub use repair::INTERRUPTED;
 pub use spill::{create_spill_dir, prune_orphan_spills, spill_dir};
-pub use timeline::{TimedCheckpoint, Timeline};
+pub use timeline::{RedoStep, TimedCheckpoint, Timeline};
 pub use tree::{NodeKind, SessionTree, TreeNode, load_tree};
 pub use writer::{ResumeError, SessionWriter};
 

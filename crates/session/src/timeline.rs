@@ -27,12 +27,24 @@ pub struct TimedCheckpoint {
     pub undone: bool,
 }
 
+/// An undone step, as `/redo` puts it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedoStep {
+    /// The checkpoints the undo took back.
+    pub checkpoints: Vec<String>,
+    /// The undo as a checkpoint of its own: from the files after it (`before`) to the files
+    /// before it (`after`), over the paths it changed. Redoing restores its `after`, so a
+    /// change of the user's that "restore anyway" overwrote comes back with the agent's.
+    /// `None` for a session recorded before restores kept their snapshot after.
+    pub undo: Option<CheckpointRecord>,
+}
+
 /// See the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timeline {
     checkpoints: Vec<TimedCheckpoint>,
-    /// Undone steps that can be redone (checkpoint ids), the next one last.
-    redo: Vec<Vec<String>>,
+    /// Undone steps that can be redone, the next one last.
+    redo: Vec<RedoStep>,
     /// Messages in the history now.
     len: usize,
     /// The current step; a user message or a `!cmd` checkpoint starts the next.
@@ -67,13 +79,18 @@ impl Timeline {
 
     /// The checkpoints `/redo` re-applies next, oldest first.
     pub fn next_redo(&self) -> Vec<&TimedCheckpoint> {
-        let Some(ids) = self.redo.last() else {
+        let Some(step) = self.redo.last() else {
             return Vec::new();
         };
         self.checkpoints
             .iter()
-            .filter(|c| ids.contains(&c.record.id))
+            .filter(|c| step.checkpoints.contains(&c.record.id))
             .collect()
+    }
+
+    /// What `/redo` puts back next: the undone step, and the undo to take back.
+    pub fn next_redo_step(&self) -> Option<&RedoStep> {
+        self.redo.last()
     }
 
     /// The checkpoints taken after message `index` that are not undone, oldest first: what
@@ -143,7 +160,7 @@ impl Timeline {
     pub fn restored(&mut self, record: &RestoreRecord) {
         let ids = &record.checkpoints;
         self.redo
-            .retain(|step| !step.iter().any(|id| ids.contains(id)));
+            .retain(|step| !step.checkpoints.iter().any(|id| ids.contains(id)));
         let undone = record.kind != RestoreKind::Redo;
         for checkpoint in &mut self.checkpoints {
             if ids.contains(&checkpoint.record.id) {
@@ -151,7 +168,18 @@ impl Timeline {
             }
         }
         if undone {
-            self.redo.push(ids.clone());
+            let undo = (!record.post_restore.is_empty()).then(|| CheckpointRecord {
+                id: String::new(),
+                before: record.post_restore.clone(),
+                after: record.pre_restore.clone(),
+                changed: record.restored.clone(),
+                skipped: Vec::new(),
+                tool_call_ids: Vec::new(),
+            });
+            self.redo.push(RedoStep {
+                checkpoints: ids.clone(),
+                undo,
+            });
         }
     }
 
@@ -187,7 +215,7 @@ impl Timeline {
             .map(|c| c.record.id.as_str())
             .collect();
         self.redo
-            .retain(|step| step.iter().all(|id| ids.contains(&id.as_str())));
+            .retain(|step| step.checkpoints.iter().all(|id| ids.contains(&id.as_str())));
         self.len = len;
         self.step += 1;
     }
@@ -224,6 +252,7 @@ mod tests {
             kept: Vec::new(),
             failed: Vec::new(),
             pre_restore: "pre".into(),
+            post_restore: String::new(),
         }
     }
 

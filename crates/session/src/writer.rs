@@ -245,6 +245,7 @@ impl SessionWriter {
                         kept: Vec::new(),
                         failed: Vec::new(),
                         pre_restore: String::new(),
+                        post_restore: String::new(),
                     }))?;
                 }
                 next += 1;

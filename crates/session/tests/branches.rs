@@ -163,6 +163,7 @@ fn a_rewind_keeps_the_current_model_and_checkpoints_follow_their_branch() {
                 kept: Vec::new(),
                 failed: Vec::new(),
                 pre_restore: "pre".into(),
+                post_restore: String::new(),
             },
         })
         .unwrap();
