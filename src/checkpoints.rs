@@ -183,11 +183,14 @@ impl Checkpoints {
         message
     }
 
-    /// Snapshots the workspace (blocking); the mark is handed to [`Self::after_blocking`].
-    fn before_blocking(&self) -> Result<String, String> {
+    /// Snapshots the workspace (blocking), `touched` included; the mark is handed to
+    /// [`Self::after_blocking`].
+    fn before_blocking(&self, touched: Vec<PathBuf>) -> Result<String, String> {
         let store = self.store()?;
-        let snapshot = store.snapshot().map_err(|e| self.failed(e))?;
-        serde_json::to_string(&snapshot).map_err(|e| e.to_string())
+        let snapshot = store
+            .snapshot_including(&touched)
+            .map_err(|e| self.failed(e))?;
+        serde_json::to_string(&Mark { snapshot, touched }).map_err(|e| e.to_string())
     }
 
     fn after_blocking(
@@ -196,9 +199,13 @@ impl Checkpoints {
         tool_call_ids: Vec<String>,
     ) -> Result<Option<CheckpointRecord>, String> {
         let store = self.store()?;
-        let before: checkpoint::Snapshot =
-            serde_json::from_str(mark).map_err(|e| format!("a checkpoint mark: {e}"))?;
-        let after = store.snapshot().map_err(|e| self.failed(e))?;
+        let Mark {
+            snapshot: before,
+            touched,
+        } = serde_json::from_str(mark).map_err(|e| format!("a checkpoint mark: {e}"))?;
+        let after = store
+            .snapshot_including(&touched)
+            .map_err(|e| self.failed(e))?;
         let checkpoint = store
             .checkpoint(&before, &after)
             .map_err(|e| self.failed(e))?;
@@ -226,7 +233,7 @@ impl Checkpoints {
             return (work.await, None);
         }
         let this = self.clone();
-        let mark = blocking(move || this.before_blocking()).await;
+        let mark = blocking(move || this.before_blocking(Vec::new())).await;
         let out = work.await;
         let mark = match mark {
             Ok(mark) => mark,
@@ -473,10 +480,27 @@ impl Checkpoints {
             RestoreKind::Undo | RestoreKind::Rewind => store.plan_undo(&merged),
         }
         .map_err(|e| self.failed(e))?;
+        // What the steps changed that checkpoints could not capture: said every time.
+        let mut uncaptured: Vec<String> = Vec::new();
+        for step in steps {
+            for skipped in &step.record.skipped {
+                if !uncaptured.contains(skipped) {
+                    uncaptured.push(skipped.clone());
+                }
+            }
+        }
         if plan.is_empty() {
-            return Ok(Restored::Nothing(
-                "the files are already as they were: nothing to restore".into(),
-            ));
+            return Ok(Restored::Nothing(if uncaptured.is_empty() {
+                "the files checkpoints cover are already as they were: nothing to restore \
+                 (they do not cover nested repositories, nor git-ignored files a command \
+                 changed)"
+                    .into()
+            } else {
+                format!(
+                    "nothing could be restored; not captured: {}",
+                    uncaptured.join("; ")
+                )
+            }));
         }
         let resolution = match on {
             OnConflict::Ask if !plan.conflicts.is_empty() => {
@@ -490,7 +514,17 @@ impl Checkpoints {
             OnConflict::Overwrite => Resolution::RestoreAnyway,
             OnConflict::Ask | OnConflict::Keep => Resolution::SkipConflicts,
         };
-        let applied = store.apply(&plan, resolution).map_err(|e| self.failed(e))?;
+        let mut applied = store.apply(&plan, resolution).map_err(|e| self.failed(e))?;
+        // Each reads `path: why` (the `Skipped` the snapshot recorded).
+        applied.failed.extend(uncaptured.iter().map(|line| {
+            let (path, why) = line
+                .split_once(": ")
+                .unwrap_or((line.as_str(), "not captured"));
+            checkpoint::PathFailure {
+                path: PathBuf::from(path),
+                reason: why.to_string(),
+            }
+        }));
         Ok(Restored::Done(applied))
     }
 }
@@ -517,13 +551,25 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| format!("the checkpoint task failed: {e}"))?
 }
 
+/// What the snapshot before a batch hands to the one after it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Mark {
+    snapshot: checkpoint::Snapshot,
+    /// The paths the batch's file tools write (absolute).
+    touched: Vec<PathBuf>,
+}
+
 /// The loop's side: snapshots around tool batches that can change files.
-pub struct Hook(pub Arc<Checkpoints>);
+pub struct Hook {
+    pub checkpoints: Arc<Checkpoints>,
+    /// Where the tools resolve relative paths.
+    pub cwd: PathBuf,
+}
 
 #[async_trait]
 impl Checkpointer for Hook {
     fn changes_files(&self, calls: &[ToolCall]) -> bool {
-        if self.0.inner().off.is_some() {
+        if self.checkpoints.inner().off.is_some() {
             return false;
         }
         calls.iter().any(|call| {
@@ -536,9 +582,16 @@ impl Checkpointer for Hook {
         })
     }
 
-    async fn before(&self) -> Result<String, String> {
-        let this = self.0.clone();
-        blocking(move || this.before_blocking()).await
+    async fn before(&self, calls: &[ToolCall]) -> Result<String, String> {
+        // The paths the file tools are about to write, as the tools resolve them.
+        let touched: Vec<PathBuf> = calls
+            .iter()
+            .filter(|call| call.name != "bash" && tools::changes_files(&call.name))
+            .filter_map(|call| call.arguments.get("path").and_then(|p| p.as_str()))
+            .map(|path| tools::resolve_path(&self.cwd, path))
+            .collect();
+        let this = self.checkpoints.clone();
+        blocking(move || this.before_blocking(touched)).await
     }
 
     async fn after(
@@ -546,7 +599,7 @@ impl Checkpointer for Hook {
         mark: String,
         tool_call_ids: Vec<String>,
     ) -> Result<Option<CheckpointRecord>, String> {
-        let this = self.0.clone();
+        let this = self.checkpoints.clone();
         blocking(move || this.after_blocking(&mark, tool_call_ids)).await
     }
 }

@@ -325,7 +325,10 @@ pub async fn build(
         ));
         checkpoints.turn_off(&reason);
     } else {
-        agent_config.checkpointer = Some(Arc::new(crate::checkpoints::Hook(checkpoints.clone())));
+        agent_config.checkpointer = Some(Arc::new(crate::checkpoints::Hook {
+            checkpoints: checkpoints.clone(),
+            cwd: cwd.clone(),
+        }));
     }
     let agent = Agent::spawn(agent_config);
     checkpoints.follow(&agent);

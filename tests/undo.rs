@@ -497,3 +497,73 @@ async fn a_fork_goes_on_in_a_copy_and_can_still_undo() {
     assert!(copied.contains("\"type\":\"checkpoint\""), "{copied}");
     assert!(copied.contains("\"type\":\"restore\""), "{copied}");
 }
+
+// What the write tool changes is undone even where git looks away: a git-ignored `.env`, a
+// new file in an ignored `build/` (issue 45). A file it writes inside a nested repository
+// cannot be captured, and the undo says so, naming it, instead of claiming the files are
+// as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_s_writes_to_ignored_files_are_undone_and_what_cannot_be_is_said() {
+    let env = Env::new();
+    let work = env.work.path();
+    user_repo(work);
+    std::fs::write(work.join(".gitignore"), "target/\n.env\nbuild/\n").unwrap();
+    std::fs::write(work.join(".env"), "TOKEN=original\n").unwrap();
+    let nested = work.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q", "-b", "main"]);
+    std::fs::write(nested.join("code.rs"), "fn original() {}\n").unwrap();
+    // The user's index and refs (the status changes: the redo below leaves `build/`).
+    let user_git = |dir: &Path| (read(dir, ".git/index"), git(dir, &["for-each-ref"]));
+    let before = user_git(work);
+
+    let server = serve(vec![
+        Reply::tool_call("write", json!({"path": ".env", "content": "TOKEN=agent\n"}))
+            .with_tool_call(
+                "write",
+                json!({"path": "build/out.txt", "content": "built\n"}),
+            ),
+        Reply::text("Written."),
+        Reply::tool_call(
+            "write",
+            json!({"path": "vendor/lib/code.rs", "content": "fn agent() {}\n"}),
+        ),
+        Reply::text("Changed the vendored code."),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&env, &server);
+    prompt(&mut rpc, 1, "set the token");
+    assert_eq!(read(work, ".env").unwrap(), b"TOKEN=agent\n");
+    let undone = ok(rpc.call(2, json!({"type": "undo"})));
+    assert_eq!(undone["restore"]["status"], "restored", "{undone}");
+    assert_eq!(read(work, ".env").unwrap(), b"TOKEN=original\n");
+    assert!(
+        read(work, "build/out.txt").is_none(),
+        "the new file is gone"
+    );
+    let redone = ok(rpc.call(3, json!({"type": "redo"})));
+    assert_eq!(redone["restore"]["status"], "restored", "{redone}");
+    assert_eq!(read(work, ".env").unwrap(), b"TOKEN=agent\n");
+    assert_eq!(read(work, "build/out.txt").unwrap(), b"built\n");
+
+    prompt(&mut rpc, 4, "change the vendored code");
+    assert_eq!(read(&nested, "code.rs").unwrap(), b"fn agent() {}\n");
+    let undone = ok(rpc.call(5, json!({"type": "undo"})));
+    let said = undone["restore"].to_string();
+    assert_eq!(undone["restore"]["status"], "nothing", "{undone}");
+    assert!(
+        said.contains("vendor/lib/code.rs") && said.contains("nested repository vendor/lib/"),
+        "{said}"
+    );
+    assert!(!said.contains("already as they were"), "{said}");
+    assert_eq!(
+        read(&nested, "code.rs").unwrap(),
+        b"fn agent() {}\n",
+        "a nested repository's file is its own git's business"
+    );
+    rpc.finish();
+    assert!(
+        user_git(work) == before,
+        "the user's repository is untouched"
+    );
+}

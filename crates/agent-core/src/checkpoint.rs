@@ -99,8 +99,9 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Whether a batch of these calls can change files (so a checkpoint is worth taking).
     fn changes_files(&self, calls: &[ToolCall]) -> bool;
 
-    /// Snapshots the workspace before a batch; the mark is handed to [`Self::after`].
-    async fn before(&self) -> Result<String, String>;
+    /// Snapshots the workspace before a batch of `calls` (what they write is captured even
+    /// where a plain snapshot would not look); the mark is handed to [`Self::after`].
+    async fn before(&self, calls: &[ToolCall]) -> Result<String, String>;
 
     /// Snapshots it after the batch; `None` when the batch changed nothing.
     async fn after(

@@ -81,7 +81,7 @@ impl RunContext {
         if !checkpointer.changes_files(calls) {
             return Ok(None);
         }
-        checkpointer.before().await.map(Some)
+        checkpointer.before(calls).await.map(Some)
     }
 
     /// The snapshot after the batch: what it changed becomes a `checkpoint_taken` event.

@@ -23,7 +23,7 @@ impl agent_core::Checkpointer for CountingCheckpointer {
         calls.iter().any(|c| c.name == "write")
     }
 
-    async fn before(&self) -> Result<String, String> {
+    async fn before(&self, _calls: &[ToolCall]) -> Result<String, String> {
         self.asked.lock().unwrap().push("before".into());
         if self.fail {
             return Err("the store is full".into());

@@ -210,16 +210,25 @@ impl Store {
     /// which are listed in [`Snapshot::skipped`]. Incremental: files whose size and times
     /// did not change since this session's last snapshot are not read again.
     pub fn snapshot(&self) -> Result<Snapshot> {
+        self.snapshot_including(&[])
+    }
+
+    /// [`Store::snapshot`], with `touched` (absolute paths the agent's own tools are about to
+    /// write or just wrote) captured whatever the ignore rules say: an agent's edit of `.env`
+    /// or of a file in `build/` is undone like any other. Once captured a file stays in the
+    /// session's snapshots. A touched path inside a nested repository or outside the
+    /// workspace cannot be captured: it is listed in [`Snapshot::skipped`] with why.
+    pub fn snapshot_including(&self, touched: &[PathBuf]) -> Result<Snapshot> {
         let _lock = self.shared_lock()?;
         let mut state = self.state();
         self.seed_index()?;
-        let (tree, skipped) = match self.write_tree() {
+        let (tree, skipped) = match self.write_tree(touched) {
             Ok(done) => done,
             Err(CheckpointError::Git { command, .. }) if command.starts_with("write-tree") => {
                 // The index names an object the store no longer has (a crash between adding
                 // and referencing, then a prune): start the index afresh, reading every file.
                 let _ = fs::remove_file(self.git.index());
-                self.write_tree()?
+                self.write_tree(touched)?
             }
             Err(e) => return Err(e),
         };
@@ -234,13 +243,14 @@ impl Store {
     /// One walk of the workspace (`ls-files -m -o`: tracked files whose stat data changed,
     /// untracked ones not ignored), then exactly those paths go to `update-index`. That is
     /// what `add -A` does, without its second walk: half the time on a large repository.
-    fn write_tree(&self) -> Result<(TreeId, Vec<Skipped>)> {
+    fn write_tree(&self, touched: &[PathBuf]) -> Result<(TreeId, Vec<Skipped>)> {
         let listing = self.git.run(
             ["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"],
             None,
         )?;
         let mut skipped = Vec::new();
-        let mut update: Vec<&[u8]> = Vec::new();
+        let extra = self.touched_paths(touched, &mut skipped);
+        let mut update: Vec<&[u8]> = extra.iter().map(Vec::as_slice).collect();
         let mut unstage: Vec<&[u8]> = Vec::new();
         let (mut files, mut bytes) = (0usize, 0u64);
         let mut links = SymlinkParents::default();
@@ -324,6 +334,51 @@ impl Store {
         let tree = TreeId::parse(String::from_utf8_lossy(&out).trim())?;
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok((tree, skipped))
+    }
+
+    /// The workspace-relative bytes of the `touched` paths git can be given (ignored or not,
+    /// existing or not: `update-index --remove` drops a missing one), and a [`Skipped`] entry
+    /// for each it cannot: inside a nested repository, outside the workspace, over the cap.
+    fn touched_paths(&self, touched: &[PathBuf], skipped: &mut Vec<Skipped>) -> Vec<Vec<u8>> {
+        let mut extra = Vec::new();
+        for path in touched {
+            let meta = fs::symlink_metadata(path).ok();
+            let stamp = meta.as_ref().map_or(0, stamp);
+            let Some(relative) = within(&self.workspace, path) else {
+                skipped.push(Skipped {
+                    path: path.clone(),
+                    reason: SkipReason::OutsideWorkspace,
+                    stamp,
+                });
+                continue;
+            };
+            if paths::check_relative(&relative).is_err() {
+                continue;
+            }
+            if let Some(repository) = nested_repository(&self.workspace, &relative) {
+                skipped.push(Skipped {
+                    path: relative,
+                    reason: SkipReason::InNestedRepository { repository },
+                    stamp,
+                });
+                continue;
+            }
+            if let Some(meta) = meta.as_ref().filter(|m| m.is_file())
+                && meta.len() > self.limits.max_file_bytes
+            {
+                skipped.push(Skipped {
+                    path: relative,
+                    reason: SkipReason::TooLarge {
+                        size: meta.len(),
+                        limit: self.limits.max_file_bytes,
+                    },
+                    stamp,
+                });
+                continue;
+            }
+            extra.push(platform::fs::path_bytes(&relative).into_owned());
+        }
+        extra
     }
 
     /// Keeps `tree` under the session's next ref.
@@ -538,6 +593,41 @@ fn skipped_covers(skipped: &[Skipped], path: &Path) -> bool {
 }
 
 /// Size and modification time in one number, to tell whether a skipped file changed.
+/// `path` relative to `workspace` (a real path), its existing part resolved; `None` outside.
+fn within(workspace: &Path, path: &Path) -> Option<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(real) = fs::canonicalize(&existing) {
+            break real;
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        existing = existing.parent()?.to_path_buf();
+    };
+    let mut real = base;
+    for name in rest.iter().rev() {
+        real.push(name);
+    }
+    real.strip_prefix(workspace)
+        .ok()
+        .filter(|r| !r.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+}
+
+/// The nested repository (a directory below the workspace with its own `.git`) holding
+/// `relative`, if any.
+fn nested_repository(workspace: &Path, relative: &Path) -> Option<PathBuf> {
+    let mut dir = PathBuf::new();
+    let parents: Vec<_> = relative.parent()?.components().collect();
+    for part in parents {
+        dir.push(part);
+        if fs::symlink_metadata(workspace.join(&dir).join(".git")).is_ok() {
+            return Some(dir);
+        }
+    }
+    None
+}
+
 fn stamp(meta: &fs::Metadata) -> u64 {
     let modified = meta
         .modified()

@@ -68,6 +68,15 @@ pub enum SkipReason {
     /// A nested repository or submodule (a directory with its own `.git`): its files are its
     /// own repository's business, never copied, restored or deleted.
     NestedRepository,
+    /// A file the agent's tools wrote inside a nested repository (`repository`, relative to
+    /// the workspace): left to that repository's git.
+    InNestedRepository {
+        #[serde(with = "serde_path")]
+        repository: PathBuf,
+    },
+    /// A file the agent's tools wrote outside the workspace (an approved write): the path is
+    /// absolute.
+    OutsideWorkspace,
 }
 
 /// A path left out of a snapshot, and why.
@@ -80,9 +89,14 @@ pub struct Skipped {
     #[serde(flatten)]
     pub reason: SkipReason,
     /// The file's size and modification time when skipped, to tell whether a step changed
-    /// it; only meaningful between snapshots of one run, so not kept.
-    #[serde(skip)]
+    /// it; only meaningful between snapshots of one run (the mark a host keeps between the
+    /// snapshots around a batch carries it).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) stamp: u64,
+}
+
+fn is_zero(stamp: &u64) -> bool {
+    *stamp == 0
 }
 
 impl PartialEq for Skipped {
@@ -111,7 +125,9 @@ impl Skipped {
     /// Whether `path` is this entry or (for a nested repository) inside it.
     pub fn covers(&self, path: &Path) -> bool {
         match self.reason {
-            SkipReason::TooLarge { .. } => path == self.path,
+            SkipReason::TooLarge { .. }
+            | SkipReason::InNestedRepository { .. }
+            | SkipReason::OutsideWorkspace => path == self.path,
             SkipReason::NestedRepository => path.starts_with(&self.path),
         }
     }
@@ -130,6 +146,17 @@ impl fmt::Display for Skipped {
             SkipReason::NestedRepository => write!(
                 f,
                 "{}/: nested repository, not checkpointed",
+                self.path.display()
+            ),
+            SkipReason::InNestedRepository { repository } => write!(
+                f,
+                "{}: inside the nested repository {}/, not checkpointed (its own git has it)",
+                self.path.display(),
+                repository.display()
+            ),
+            SkipReason::OutsideWorkspace => write!(
+                f,
+                "{}: outside the workspace, not checkpointed",
                 self.path.display()
             ),
         }
