@@ -573,7 +573,7 @@ impl Checkpointer for Hook {
             return false;
         }
         calls.iter().any(|call| {
-            if call.name == "bash" {
+            if tools::effect(&call.name) == Some(tools::Effect::RunsCommands) {
                 // A command known to only read changes nothing worth a snapshot.
                 let command = call.arguments.get("command").and_then(|c| c.as_str());
                 return command.is_none_or(|c| !sandbox::is_known_read_only(c));
@@ -586,9 +586,8 @@ impl Checkpointer for Hook {
         // The paths the file tools are about to write, as the tools resolve them.
         let touched: Vec<PathBuf> = calls
             .iter()
-            .filter(|call| call.name != "bash" && tools::changes_files(&call.name))
-            .filter_map(|call| call.arguments.get("path").and_then(|p| p.as_str()))
-            .map(|path| tools::resolve_path(&self.cwd, path))
+            .filter(|call| tools::effect(&call.name) == Some(tools::Effect::Writes))
+            .filter_map(|call| tools::call_path(&call.name, &call.arguments, &self.cwd))
             .collect();
         let this = self.checkpoints.clone();
         blocking(move || this.before_blocking(touched)).await

@@ -155,13 +155,19 @@ impl Guard {
 
     /// A read of what commands may not read (the agent's keys and sessions, `deny_read`) is
     /// the user's call, as a command's would be if the sandbox let it.
-    async fn check_read(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
+    async fn check_read(
+        &self,
+        call: &ToolCall,
+        descends: bool,
+        approvals: &Approvals<'_>,
+    ) -> Result<(), String> {
         let Some(sandbox) = &self.sandbox else {
             return Ok(());
         };
-        let path = resolve(&self.cwd, call.arguments["path"].as_str().unwrap_or("."));
-        let recursive = matches!(call.name.as_str(), "grep" | "find");
-        let Some(hidden) = sandbox.policy().read_hidden(&path, recursive) else {
+        let Some(path) = tools::call_path(&call.name, &call.arguments, &self.cwd) else {
+            return Ok(());
+        };
+        let Some(hidden) = sandbox.policy().read_hidden(&path, descends) else {
             return Ok(());
         };
         let question = Question {
@@ -180,10 +186,10 @@ impl Guard {
         let Some(sandbox) = &self.sandbox else {
             return Ok(());
         };
-        let path = resolve(
-            &self.cwd,
-            call.arguments["path"].as_str().unwrap_or_default(),
-        );
+        // No path: the tool refuses the call itself.
+        let Some(path) = tools::call_path(&call.name, &call.arguments, &self.cwd) else {
+            return Ok(());
+        };
         if sandbox.policy().write_allowed(&path) {
             return Ok(());
         }
@@ -207,10 +213,22 @@ impl Hooks for Guard {
         call: &ToolCall,
         approvals: &Approvals<'_>,
     ) -> Result<(), String> {
+        // What the tool declares it does decides what is checked (tools::REGISTRY).
+        match tools::effect(&call.name) {
+            Some(tools::Effect::RunsCommands) => self.check_bash(&call.arguments, approvals).await,
+            Some(tools::Effect::Writes) => self.check_write(call, approvals).await,
+            Some(tools::Effect::Reads { descends }) => {
+                self.check_read(call, descends, approvals).await
+            }
+            None => self.check_other(call, approvals).await,
+        }
+    }
+}
+
+impl Guard {
+    /// A tool no table of ours describes: an MCP server's.
+    async fn check_other(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
         match call.name.as_str() {
-            "bash" => self.check_bash(&call.arguments, approvals).await,
-            "write" | "edit" => self.check_write(call, approvals).await,
-            "read" | "grep" | "find" | "ls" => self.check_read(call, approvals).await,
             // A server's process is confined like commands are: where nothing confines it,
             // its tools are asked about as commands are.
             name if name.starts_with("mcp__")
@@ -238,12 +256,6 @@ impl Hooks for Guard {
 /// (everywhere but Windows without Git Bash, where PowerShell runs them).
 fn bash_syntax() -> bool {
     platform::shell::Shell::detect().kind != platform::shell::ShellKind::PowerShell
-}
-
-/// `path` from a tool call, as the tools resolve it (their own function: the path checked
-/// is the path they open).
-fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    tools::resolve_path(cwd, path)
 }
 
 /// What a write or edit would change, as a diff for the question.
@@ -293,6 +305,78 @@ mod tests {
         guard
             .before_tool_call(&call, &Approvals::nobody(&call))
             .await
+    }
+
+    /// What is checked follows what each tool declares in the registry, with the path the
+    /// tool itself would open: every writing tool is asked about a write outside the
+    /// workspace, every reading tool about a hidden path (issue 45) — a tool added to the
+    /// table is covered without touching the guard.
+    #[tokio::test]
+    async fn every_tool_is_checked_by_what_it_declares() {
+        let ws = tempfile::tempdir().unwrap();
+        let agent_home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(agent_home.path().join("sessions")).unwrap();
+        std::fs::write(agent_home.path().join("auth.toml"), "").unwrap();
+        let policy =
+            sandbox::Policy::new(sandbox::SandboxMode::WorkspaceWrite, ws.path(), &[], None)
+                .hiding(Some(agent_home.path()), &[]);
+        let mut headless = guard(agent_home.path(), ApprovalMode::OnRequest, false, false);
+        headless.cwd = ws.path().to_path_buf();
+        headless.sandbox = Some(Arc::new(sandbox::Sandbox::new(
+            policy,
+            sandbox::Capabilities::none(),
+        )));
+        let call = |name: &str, path: &str| ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: serde_json::json!({ "path": path, "content": "x", "edits": [] }),
+            invalid_arguments: None,
+        };
+        let decide = |call: ToolCall| {
+            let headless = &headless;
+            async move {
+                headless
+                    .before_tool_call(&call, &Approvals::nobody(&call))
+                    .await
+            }
+        };
+        let outside = "/var/tmp/coding-agent-guard-test/x.txt";
+        let secret = agent_home.path().join("auth.toml").display().to_string();
+        let (mut writers, mut readers) = (0, 0);
+        for entry in tools::REGISTRY.iter() {
+            match entry.effect {
+                tools::Effect::Writes => {
+                    writers += 1;
+                    let err = decide(call(entry.name, outside)).await.unwrap_err();
+                    assert!(
+                        err.contains("writes outside the workspace"),
+                        "{}: {err}",
+                        entry.name
+                    );
+                    assert_eq!(decide(call(entry.name, "inside.txt")).await, Ok(()));
+                }
+                tools::Effect::Reads { .. } => {
+                    readers += 1;
+                    let err = decide(call(entry.name, &secret)).await.unwrap_err();
+                    assert!(
+                        err.contains("hidden from commands"),
+                        "{}: {err}",
+                        entry.name
+                    );
+                    assert_eq!(decide(call(entry.name, "src")).await, Ok(()));
+                }
+                tools::Effect::RunsCommands => {}
+            }
+        }
+        assert_eq!((writers, readers), (2, 4));
+        // grep and find descend: searching the agent's home finds its sessions.
+        let home = agent_home.path().display().to_string();
+        assert!(decide(call("grep", &home)).await.is_err());
+        assert_eq!(
+            decide(call("ls", &home)).await,
+            Ok(()),
+            "ls lists names only"
+        );
     }
 
     /// A machine with nothing to confine commands (Windows; a kernel without any layer):

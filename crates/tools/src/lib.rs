@@ -33,11 +33,13 @@ pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
-pub use paths::resolve as resolve_path;
 #[cfg(unix)]
 pub use platform::process::group_alive;
 pub use read::ReadTool;
-pub use registry::{REGISTRY, ToolEntry, UnknownTool, build, changes_files, prompt_section};
+pub use registry::{
+    Effect, PATH_ARGUMENT, REGISTRY, ToolEntry, UnknownTool, build, call_path, changes_files,
+    effect, prompt_section,
+};
 pub use spill::{DEFAULT_SPILL_CAP, SpillDir};
 pub use truncate::{MAX_BYTES, MAX_LINES};
 pub use write::WriteTool;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// `path` relative to `cwd`, with a leading `~` expanded to the home directory.
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
     let path = path.trim();
     let expanded = if path == "~" {
         home().unwrap_or_else(|| PathBuf::from(path))

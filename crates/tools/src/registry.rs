@@ -2,12 +2,12 @@
 //! `--tools` validation and the names the UI knows all come from here: adding a tool is its
 //! file plus one line in [`REGISTRY`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::Tool;
 
-use crate::paths::FileLocks;
+use crate::paths::{FileLocks, resolve};
 use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
 
 /// What every tool of one agent is made with.
@@ -18,13 +18,37 @@ pub(crate) struct Workspace {
     pub options: ToolOptions,
 }
 
+/// What a tool does to the world beyond the conversation, as approvals and checkpoints read
+/// it. No built-in tool uses the network itself (a command may: that is the sandbox's call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads the file or directory its `path` argument names (default: the working
+    /// directory); `descends`: and what lies beneath it, skipping hidden entries.
+    Reads { descends: bool },
+    /// Writes the file its `path` argument names (approved when outside the writable roots;
+    /// captured by checkpoints, ignored or not).
+    Writes,
+    /// Runs the shell command of its `command` argument: anything, within the sandbox.
+    RunsCommands,
+}
+
+impl Effect {
+    /// Whether a call can change files (a checkpoint is taken around it).
+    pub fn changes_files(self) -> bool {
+        matches!(self, Effect::Writes | Effect::RunsCommands)
+    }
+}
+
+/// The argument naming the file or directory of a tool that reads or writes one.
+pub const PATH_ARGUMENT: &str = "path";
+
 /// A built-in tool.
 pub struct ToolEntry {
     pub name: &'static str,
     /// The tool's lines in the system prompt's "Tools" section: when to use it.
     pub guidance: &'static str,
-    /// Whether a call can change files (a checkpoint is taken around it).
-    pub changes_files: bool,
+    /// What a call does; see [`Effect`].
+    pub effect: Effect,
     make: fn(&Workspace) -> Arc<dyn Tool>,
 }
 
@@ -34,14 +58,14 @@ pub static REGISTRY: [ToolEntry; 7] = [
         name: "read",
         guidance: "read a file (text or image), with an optional line offset and limit for \
                    long files. Read before you edit, and rather than cat in bash.",
-        changes_files: false,
+        effect: Effect::Reads { descends: false },
         make: |w| Arc::new(ReadTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "write",
         guidance: "create a file or replace all of its content. Prefer edit for changes to \
                    existing files.",
-        changes_files: true,
+        effect: Effect::Writes,
         make: |w| Arc::new(WriteTool::new(w.cwd.clone(), w.locks.clone())),
     },
     ToolEntry {
@@ -49,7 +73,7 @@ pub static REGISTRY: [ToolEntry; 7] = [
         guidance: "replace an exact piece of text in a file with new text. The old text must \
                    match the file exactly and once; include enough surrounding lines to make it \
                    unique.",
-        changes_files: true,
+        effect: Effect::Writes,
         make: |w| Arc::new(EditTool::new(w.cwd.clone(), w.locks.clone())),
     },
     ToolEntry {
@@ -57,7 +81,7 @@ pub static REGISTRY: [ToolEntry; 7] = [
         guidance: "run a shell command in the working directory (build, test, git, ...). \
                    Output is truncated when long; avoid commands that wait for input or never \
                    end.",
-        changes_files: true,
+        effect: Effect::RunsCommands,
         make: |w| {
             Arc::new(BashTool::with_options(
                 w.cwd.clone(),
@@ -69,31 +93,46 @@ pub static REGISTRY: [ToolEntry; 7] = [
         name: "grep",
         guidance: "search file contents with a regular expression; respects .gitignore. Use \
                    it rather than grep in bash.",
-        changes_files: false,
+        effect: Effect::Reads { descends: true },
         make: |w| Arc::new(GrepTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "find",
         guidance: "find files by glob pattern; respects .gitignore. Use it rather than find \
                    in bash.",
-        changes_files: false,
+        effect: Effect::Reads { descends: true },
         make: |w| Arc::new(FindTool::new(w.cwd.clone())),
     },
     ToolEntry {
         name: "ls",
         guidance: "list a directory.",
-        changes_files: false,
+        effect: Effect::Reads { descends: false },
         make: |w| Arc::new(LsTool::new(w.cwd.clone())),
     },
 ];
 
+/// What a call of the built-in tool `name` does; `None` for a tool this table does not know
+/// (from an MCP server), which may do anything.
+pub fn effect(name: &str) -> Option<Effect> {
+    REGISTRY.iter().find(|t| t.name == name).map(|t| t.effect)
+}
+
 /// Whether a call of the tool `name` can change files: a tool this table does not know (from
-/// an MCP server, later) is assumed to.
+/// an MCP server) is assumed to.
 pub fn changes_files(name: &str) -> bool {
-    REGISTRY
-        .iter()
-        .find(|t| t.name == name)
-        .is_none_or(|t| t.changes_files)
+    effect(name).is_none_or(Effect::changes_files)
+}
+
+/// The path a call of a tool that reads or writes one acts on, resolved as the tool itself
+/// resolves it (the same function: what approvals check is what the tool opens). `None` for
+/// a tool that names no path, or a writing call without one (the tool refuses it).
+pub fn call_path(name: &str, arguments: &serde_json::Value, cwd: &Path) -> Option<PathBuf> {
+    let given = arguments.get(PATH_ARGUMENT).and_then(|p| p.as_str());
+    match effect(name)? {
+        Effect::Reads { .. } => Some(resolve(cwd, given.unwrap_or("."))),
+        Effect::Writes => given.map(|path| resolve(cwd, path)),
+        Effect::RunsCommands => None,
+    }
 }
 
 /// A name `--tools` does not know.
@@ -190,5 +229,29 @@ mod tests {
             assert!(!section.contains(&format!("- {absent}")), "{section}");
         }
         assert!(prompt_section(&[]).contains("no tools"));
+    }
+
+    #[test]
+    fn a_call_s_path_is_the_one_the_tool_opens() {
+        let cwd = Path::new("/work/project");
+        let args = |path: &str| serde_json::json!({ "path": path });
+        assert_eq!(
+            call_path("write", &args("src/a.rs"), cwd),
+            Some(cwd.join("src/a.rs"))
+        );
+        // grep, find and ls default to the working directory; bash names no path.
+        assert_eq!(
+            call_path("grep", &serde_json::json!({}), cwd),
+            Some(cwd.join("."))
+        );
+        assert_eq!(call_path("bash", &args("x"), cwd), None);
+        assert_eq!(call_path("write", &serde_json::json!({}), cwd), None);
+        // A bare `~` is the home directory for the check as for the tool.
+        if let Some(home) = platform::fs::home_dir() {
+            assert_eq!(call_path("read", &args("~"), cwd), Some(home.clone()));
+            assert_eq!(call_path("ls", &args("~/x"), cwd), Some(home.join("x")));
+        }
+        assert!(effect("mcp__gh__create").is_none() && changes_files("mcp__gh__create"));
+        assert!(!changes_files("grep") && changes_files("edit") && changes_files("bash"));
     }
 }
