@@ -215,10 +215,15 @@ impl Capabilities {
                     .to_string(),
             ),
         }
-        if !policy.network {
-            if self.seccomp {
-                layers.push("seccomp");
-            } else {
+        if self.seccomp {
+            layers.push("seccomp");
+        } else {
+            missing.push(
+                "no setuid bits, no chown to another owner (seccomp): commands can set them \
+                 (as root: leave a setuid binary behind)"
+                    .to_string(),
+            );
+            if !policy.network {
                 missing.push(
                     "network off (seccomp): commands can still open network connections"
                         .to_string(),

@@ -87,7 +87,7 @@ fn scenario_workspace_write_allows_the_workspace_and_temp_but_nothing_outside() 
     // Without the sandbox the outside dir is writable: the refusal below is the sandbox's.
     assert_ok(&run_unconfined(&scene, "touch \"$OUT/unconfined\""));
     let sandbox = scene.sandbox(SandboxMode::WorkspaceWrite, None);
-    assert_label(&sandbox, &["landlock", "mountns"]);
+    assert_label(&sandbox, &["landlock", "seccomp", "mountns"]);
 
     assert_ok(&run(
         &sandbox,
@@ -157,7 +157,7 @@ fn scenario_git_hooks_and_config_are_read_only_but_git_commits() {
     let prepared = sandbox.prepare().unwrap();
     assert_eq!(
         prepared.layers(),
-        available(&["userns", "mountns", "landlock"])
+        available(&["userns", "mountns", "landlock", "seccomp"])
     );
     if !has(Layer::Mounts) {
         // Nothing makes them read-only here: the report says so, and the hook is written.
@@ -279,9 +279,12 @@ fn scenario_a_protected_path_that_does_not_exist_is_reported() {
     let prepared = sandbox.prepare().unwrap();
     // Nothing to bind: no mount namespace (root still gets its user namespace).
     if is_root() {
-        assert_eq!(prepared.layers(), available(&["userns", "landlock"]));
+        assert_eq!(
+            prepared.layers(),
+            available(&["userns", "landlock", "seccomp"])
+        );
     } else {
-        assert_eq!(prepared.layers(), available(&["landlock"]));
+        assert_eq!(prepared.layers(), available(&["landlock", "seccomp"]));
     }
     if !has(Layer::Mounts) {
         // No namespaces at all: that is what is left out, and said.
@@ -735,7 +738,7 @@ fn scenario_a_step_that_fails_in_the_child_stops_the_command() {
     let prepared = Confinement::prepare(&policy, &caps).unwrap();
     assert_eq!(
         prepared.layers(),
-        available(&["landlock"])
+        available(&["landlock", "seccomp"])
             .iter()
             .fold(vec!["mountns"], |mut v, l| {
                 v.push(l);
@@ -983,4 +986,66 @@ fn scenario_the_agent_s_own_files_are_hidden_from_commands() {
             .unwrap()
             .contains("sk-secret-1")
     );
+}
+
+/// No confined command sets a set-user-ID or set-group-ID bit (as root, that is a setuid
+/// binary left for the user to run outside the sandbox), nor gives a file to another owner,
+/// in the workspace or anywhere; ordinary modes and "chown to myself" still work (issue 45).
+#[test]
+fn scenario_setuid_bits_and_chown_to_another_owner_are_refused() {
+    expect_user();
+    let scene = Scene::new();
+    std::fs::write(scene.ws.join("tool"), "#!/bin/sh\n").unwrap();
+    let (uid, gid) = (unsafe { libc::geteuid() }, unsafe { libc::getegid() });
+    // Without the sandbox these work (the file is ours; root may give it away).
+    let probe = "cp tool probe && chmod u+s probe && chmod g+s probe";
+    assert_ok(&run_unconfined(&scene, probe));
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let sandbox = scene.sandbox(mode, None);
+        for attack in [
+            "chmod u+s tool",
+            "chmod 4755 tool",
+            "chmod g+s tool",
+            "python3 -c 'import os; os.chmod(\"tool\", 0o6755)'",
+        ] {
+            let out = run(&sandbox, &scene, attack);
+            if has(Layer::Seccomp) {
+                assert_refused(&out, "Operation not permitted");
+            } else if mode == SandboxMode::WorkspaceWrite {
+                assert_ok(&out);
+                missing_is_reported(Layer::Seccomp);
+            }
+        }
+        let meta = std::fs::metadata(scene.ws.join("tool")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        if has(Layer::Seccomp) {
+            assert_eq!(meta.permissions().mode() & 0o6000, 0, "{mode}");
+        }
+        std::fs::set_permissions(
+            scene.ws.join("tool"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        if mode == SandboxMode::WorkspaceWrite {
+            assert_ok(&run(&sandbox, &scene, "chmod 755 tool && chmod -x tool"));
+            assert_ok(&run(
+                &sandbox,
+                &scene,
+                &format!("chown {uid}:{gid} tool && chown :{gid} tool"),
+            ));
+        }
+        // Another owner: root could, a user never can (the kernel refuses it anyway).
+        let out = run(&sandbox, &scene, "chown 65534 tool");
+        if has(Layer::Seccomp) || !is_root() || mode == SandboxMode::ReadOnly {
+            assert!(!out.status.success(), "{mode}: {}", stderr(&out));
+        }
+        let group = run(&sandbox, &scene, "chgrp 65534 tool");
+        if has(Layer::Seccomp) {
+            assert!(!group.status.success(), "{mode}: {}", stderr(&group));
+        }
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(scene.ws.join("tool")).unwrap()),
+            uid
+        );
+    }
 }

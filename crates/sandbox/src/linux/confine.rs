@@ -116,8 +116,9 @@ pub(crate) fn prepare(
                 .push("Landlock: the kernel refused to create a ruleset".into()),
         }
     }
-    if !policy.network && capabilities.seccomp {
-        layers.seccomp = Some(network_filter()?);
+    if capabilities.seccomp {
+        let (uid, gid) = child::effective_ids();
+        layers.seccomp = Some(command_filter(policy.network, uid, gid)?);
         prepared.layers.push("seccomp");
     }
     Ok(())
@@ -305,28 +306,72 @@ fn target_arch() -> Result<TargetArch, SandboxError> {
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// The network-off filter: `socket(2)` with a family other than `AF_UNIX`, and
-/// `io_uring_setup(2)`, fail with EPERM; everything else is allowed.
-pub(crate) fn network_filter() -> Result<BpfProgram, SandboxError> {
+/// `fchmodat2(2)` (Linux 6.6): the same number on every architecture, not in every libc yet.
+const SYS_FCHMODAT2: i64 = 452;
+
+/// The filter of every confined command, run as `uid`/`gid`: nothing may set the set-user-ID
+/// or set-group-ID bit of a file (`chmod`, `fchmod`, `fchmodat`, `fchmodat2`), nor give a file
+/// to another owner or group (the `chown` family; to one's own ids, or `-1`, is allowed: it
+/// changes nothing another user could use). A root command could otherwise leave a setuid
+/// binary behind for the user to run outside the sandbox, or take over another user's file.
+/// With the network off, also: `socket(2)` with a family other than `AF_UNIX`, and
+/// `io_uring_setup(2)`, fail with EPERM. Everything else is allowed.
+pub(crate) fn command_filter(
+    network: bool,
+    uid: u32,
+    gid: u32,
+) -> Result<BpfProgram, SandboxError> {
     let error = |e: seccompiler::BackendError| SandboxError::Seccomp(e.to_string());
-    let not_unix = SeccompRule::new(vec![
-        SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(error)?,
-    ])
-    .map_err(error)?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(libc::SYS_socket, vec![not_unix.clone()]);
-    // An empty rule list matches every call.
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(error)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(error);
+    // A mode with the setuid or the setgid bit: one rule each (rules of a call are ORed).
+    let set_id_bits = |arg: u8| -> Result<Vec<SeccompRule>, SandboxError> {
+        let bits = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+        bits.iter()
+            .map(|&bit| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(bit), bit)?]))
+            .collect()
+    };
+    // An owner (or group) that is neither the caller's nor -1 ("leave it").
+    let other_owner = |owner: u8, group: u8| -> Result<Vec<SeccompRule>, SandboxError> {
+        let unchanged = u64::from(u32::MAX);
+        Ok(vec![
+            rule(vec![
+                condition(owner, SeccompCmpOp::Ne, u64::from(uid))?,
+                condition(owner, SeccompCmpOp::Ne, unchanged)?,
+            ])?,
+            rule(vec![
+                condition(group, SeccompCmpOp::Ne, u64::from(gid))?,
+                condition(group, SeccompCmpOp::Ne, unchanged)?,
+            ])?,
+        ])
+    };
+    let mut calls: Vec<(i64, Vec<SeccompRule>)> = vec![
+        (libc::SYS_fchmod, set_id_bits(1)?),
+        (libc::SYS_fchmodat, set_id_bits(2)?),
+        (SYS_FCHMODAT2, set_id_bits(2)?),
+        (libc::SYS_fchown, other_owner(1, 2)?),
+        (libc::SYS_fchownat, other_owner(2, 3)?),
+    ];
     #[cfg(target_arch = "x86_64")]
-    {
-        rules.insert(X32_SYSCALL_BIT | libc::SYS_socket, vec![not_unix]);
-        rules.insert(X32_SYSCALL_BIT | libc::SYS_io_uring_setup, Vec::new());
+    calls.extend([
+        (libc::SYS_chmod, set_id_bits(1)?),
+        (libc::SYS_chown, other_owner(1, 2)?),
+        (libc::SYS_lchown, other_owner(1, 2)?),
+    ]);
+    if !network {
+        let not_unix = rule(vec![condition(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?;
+        calls.push((libc::SYS_socket, vec![not_unix]));
+        // An empty rule list matches every call.
+        calls.push((libc::SYS_io_uring_setup, Vec::new()));
+    }
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (call, call_rules) in calls {
+        // x32 reaches the same calls with a bit set in their number.
+        #[cfg(target_arch = "x86_64")]
+        rules.insert(X32_SYSCALL_BIT | call, call_rules.clone());
+        rules.insert(call, call_rules);
     }
     let filter = SeccompFilter::new(
         rules,

@@ -330,8 +330,8 @@ fn assess_seccomp(facts: &Facts, report: &mut Vec<ReportLine>) -> bool {
             line(
                 report,
                 Status::Ok,
-                "seccomp filters work: with the network off, commands cannot open \
-                 non-Unix sockets"
+                "seccomp filters work: commands cannot set setuid/setgid bits nor chown files \
+                 to another owner, and with the network off cannot open non-Unix sockets"
                     .to_string(),
             );
             return true;

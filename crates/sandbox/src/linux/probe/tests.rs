@@ -104,7 +104,7 @@ fn a_kernel_older_than_5_13_has_no_landlock() {
     );
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, None));
     assert_eq!(summary.level, Level::Partial);
-    assert_eq!(summary.label, "sandbox: mountns (partial)");
+    assert_eq!(summary.label, "sandbox: seccomp+mountns (partial)");
     assert!(
         summary.missing[0].contains("commands can write wherever your user can"),
         "{:?}",
@@ -179,7 +179,7 @@ fn older_landlock_abis_name_what_they_leave_out() {
     assert!(!has_line(&caps, Status::Limited, "EXDEV"));
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, None));
     assert_eq!(summary.level, Level::Partial);
-    assert_eq!(summary.label, "sandbox: landlock+mountns (partial)");
+    assert_eq!(summary.label, "sandbox: landlock+seccomp+mountns (partial)");
     assert_eq!(summary.missing.len(), 3, "{:?}", summary.missing);
     assert!(has_line(
         &caps,
@@ -231,10 +231,15 @@ fn a_container_profile_that_blocks_seccomp_is_named() {
         "{:?}",
         summary.missing
     );
-    // With the network on, seccomp is not needed: nothing is missing.
+    // With the network on, seccomp is still what refuses setuid bits and chown.
     let net_on = caps.summary(&policy(SandboxMode::WorkspaceWrite, Some(true)));
-    assert_eq!(net_on.level, Level::Full);
-    assert_eq!(net_on.label, "sandbox: landlock+mountns");
+    assert_eq!(net_on.level, Level::Partial);
+    assert_eq!(net_on.label, "sandbox: landlock+mountns (partial)");
+    assert!(
+        net_on.missing.iter().any(|m| m.contains("no setuid bits")),
+        "{:?}",
+        net_on.missing
+    );
 }
 
 #[test]
@@ -300,7 +305,7 @@ fn disabled_unprivileged_user_namespaces_name_the_sysctl() {
     );
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, None));
     assert_eq!(summary.level, Level::Partial);
-    assert_eq!(summary.label, "sandbox: landlock (partial)");
+    assert_eq!(summary.label, "sandbox: landlock+seccomp (partial)");
     assert!(summary.missing[0].contains("commands can write them"));
     // read-only mode needs no carve-outs: it is still fully confined.
     let read_only = caps.summary(&policy(SandboxMode::ReadOnly, None));
@@ -401,7 +406,7 @@ fn nothing_at_all_is_none_and_full_access_is_off() {
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, Some(false)));
     assert_eq!(summary.level, Level::None);
     assert_eq!(summary.label, "sandbox: none");
-    assert_eq!(summary.missing.len(), 3, "{:?}", summary.missing);
+    assert_eq!(summary.missing.len(), 4, "{:?}", summary.missing);
     assert!(has_line(
         &caps,
         Status::Missing,
