@@ -238,16 +238,21 @@ impl Capabilities {
                     .to_string(),
             );
         }
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            if self.mount_ns == MountNs::None {
+        if self.mount_ns == MountNs::None {
+            if policy.mode == SandboxMode::WorkspaceWrite {
                 missing.push(
                     "read-only .git/hooks, .git/config and .coding-agent/ (mount namespaces): \
                      commands can write them"
                         .to_string(),
                 );
-            } else {
-                layers.push("mountns");
             }
+            missing.push(
+                "read-only file metadata outside the writable paths (mount namespaces): \
+                 commands can change the modes, owners and times of your files elsewhere"
+                    .to_string(),
+            );
+        } else {
+            layers.push("mountns");
         }
         (layers, missing)
     }

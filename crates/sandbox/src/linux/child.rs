@@ -32,6 +32,13 @@ pub(crate) struct Bind {
     pub remount_flags: Option<libc::c_ulong>,
 }
 
+/// A mount made read-only: `MS_BIND | MS_REMOUNT | MS_RDONLY` and the flags it has.
+#[derive(Debug)]
+pub(crate) struct Remount {
+    pub path: CString,
+    pub flags: libc::c_ulong,
+}
+
 /// A path hidden from the command: an empty read-only file system over a directory,
 /// `/dev/null` over a file (reads find nothing).
 #[derive(Debug)]
@@ -61,10 +68,16 @@ const ALL_IDS: &[u8] = b"0 0 4294967295\n";
 #[derive(Debug, Default)]
 pub(crate) struct MountPlan {
     pub user_ns: Option<UserNs>,
+    /// The writable roots, bound onto themselves (with what is mounted beneath) first, so
+    /// they stay writable when the mounts holding them are made read-only.
+    pub writable: Vec<CString>,
     /// In order: an enclosing directory's bind comes before those inside it.
     pub binds: Vec<Bind>,
     /// Made after the binds.
     pub hides: Vec<Hide>,
+    /// Mount points remounted read-only last (with these flags): outside the writable roots
+    /// not even a file's mode, owner or times can change.
+    pub read_only: Vec<Remount>,
     /// The command's working directory (absolute), entered again after the mounts: a cwd
     /// inside a protected path would otherwise still point at the writable mount.
     pub cwd: Option<CString>,
@@ -130,6 +143,23 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         ))?;
+        for root in &plan.writable {
+            let path = root.as_ptr();
+            let bound = libc::mount(
+                path,
+                path,
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            );
+            if bound < 0 {
+                let error = io::Error::last_os_error();
+                if error.raw_os_error() == Some(libc::ENOENT) {
+                    continue;
+                }
+                return Err(error);
+            }
+        }
         for bind in &plan.binds {
             let path = bind.path.as_ptr();
             let bound = libc::mount(
@@ -179,6 +209,23 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
                 let error = io::Error::last_os_error();
                 // Gone since the parent looked: nothing left to hide.
                 if error.raw_os_error() == Some(libc::ENOENT) {
+                    continue;
+                }
+                return Err(error);
+            }
+        }
+        for remount in &plan.read_only {
+            let made = libc::mount(
+                std::ptr::null(),
+                remount.path.as_ptr(),
+                std::ptr::null(),
+                remount.flags,
+                std::ptr::null(),
+            );
+            if made < 0 {
+                let error = io::Error::last_os_error();
+                // Gone since the parent looked (ENOENT), or no longer a mount point (EINVAL).
+                if matches!(error.raw_os_error(), Some(libc::ENOENT | libc::EINVAL)) {
                     continue;
                 }
                 return Err(error);

@@ -63,7 +63,7 @@ use seccompiler::{
 };
 
 use crate::confine::{Prepared, SandboxError};
-use crate::linux::child::{self, Bind, Hide, MountPlan, UserNs};
+use crate::linux::child::{self, Bind, Hide, MountPlan, Remount, UserNs};
 use crate::policy::{Policy, WRITABLE_DEVICES};
 use crate::probe::{Capabilities, MountNs};
 
@@ -99,7 +99,7 @@ pub(crate) fn prepare(
             if plan.user_ns.is_some() {
                 prepared.layers.push("userns");
             }
-            if !plan.binds.is_empty() || !plan.hides.is_empty() {
+            if !plan.binds.is_empty() || !plan.hides.is_empty() || !plan.read_only.is_empty() {
                 prepared.layers.push("mountns");
             }
             layers.mounts = Some(plan);
@@ -239,6 +239,7 @@ fn mount_plan(
             dir,
         });
     }
+    let (writable, read_only) = metadata_plan(policy)?;
     let (uid, gid) = child::effective_ids();
     let user_ns = match method {
         MountNs::User if uid == 0 => Some(UserNs::All),
@@ -248,19 +249,56 @@ fn mount_plan(
         }),
         MountNs::Plain | MountNs::None => None,
     };
-    let needed = !binds.is_empty() || !hides.is_empty() || matches!(user_ns, Some(UserNs::All));
+    let needed = !binds.is_empty()
+        || !hides.is_empty()
+        || !read_only.is_empty()
+        || matches!(user_ns, Some(UserNs::All));
     if !needed {
         return Ok((None, absent));
     }
     Ok((
         Some(MountPlan {
             user_ns,
+            writable,
             binds,
             hides,
+            read_only,
             cwd: None,
         }),
         absent,
     ))
+}
+
+/// The writable roots to bind onto themselves, and every mount holding ordinary files outside
+/// them to make read-only (see [`crate::linux::mounts`]): file metadata outside the writable
+/// roots cannot change. Both empty if the mount table cannot be read.
+fn metadata_plan(policy: &Policy) -> Result<(Vec<CString>, Vec<Remount>), SandboxError> {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let roots = policy.writable_roots();
+    let mut writable = Vec::new();
+    for root in &roots {
+        // A file too (an extra writable path may be one): a bind works on either.
+        if root.exists() {
+            writable.push(c_path(root)?);
+        }
+    }
+    let mut read_only = Vec::new();
+    for point in crate::linux::mounts::file_mounts(&mountinfo) {
+        if roots.iter().any(|root| point.starts_with(root)) {
+            continue;
+        }
+        let path = c_path(&point)?;
+        let Some(flags) = child::mount_flags(&path) else {
+            continue;
+        };
+        read_only.push(Remount {
+            path,
+            flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+        });
+    }
+    Ok((writable, read_only))
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {

@@ -4,4 +4,5 @@
 
 pub(crate) mod child;
 pub(crate) mod confine;
+pub(crate) mod mounts;
 pub(crate) mod probe;

@@ -229,3 +229,31 @@ fn refusing(calls: &[i64], errno: i32) -> seccompiler::BpfProgram {
     .try_into()
     .unwrap()
 }
+
+/// Whether writes outside the writable roots are refused here: by the read-only mounts of
+/// the command's mount namespace, or by Landlock.
+pub fn writes_held() -> bool {
+    has(Layer::Landlock) || has(Layer::Mounts)
+}
+
+/// The error a write outside the writable roots meets here: the read-only mounts answer
+/// first (EROFS) where there are mount namespaces, else Landlock (EACCES).
+pub fn write_refusal() -> &'static str {
+    if has(Layer::Mounts) {
+        "Read-only file system"
+    } else {
+        "Permission denied"
+    }
+}
+
+/// A write outside the writable roots: refused where writes are held, with
+/// [`write_refusal`]; elsewhere it ran, and the report says nothing confines writes.
+#[track_caller]
+pub fn write_refused(out: &Output) {
+    if writes_held() {
+        refused(out, write_refusal());
+    } else {
+        ok(out);
+        missing_is_reported(Layer::Landlock);
+    }
+}

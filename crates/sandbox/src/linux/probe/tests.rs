@@ -307,10 +307,18 @@ fn disabled_unprivileged_user_namespaces_name_the_sysctl() {
     assert_eq!(summary.level, Level::Partial);
     assert_eq!(summary.label, "sandbox: landlock+seccomp (partial)");
     assert!(summary.missing[0].contains("commands can write them"));
-    // read-only mode needs no carve-outs: it is still fully confined.
+    // read-only mode needs no carve-outs, but file metadata is left open all the same.
     let read_only = caps.summary(&policy(SandboxMode::ReadOnly, None));
-    assert_eq!(read_only.level, Level::Full);
-    assert_eq!(read_only.label, "sandbox: landlock+seccomp");
+    assert_eq!(read_only.level, Level::Partial);
+    assert_eq!(read_only.label, "sandbox: landlock+seccomp (partial)");
+    assert!(
+        read_only
+            .missing
+            .iter()
+            .any(|m| m.contains("read-only file metadata")),
+        "{:?}",
+        read_only.missing
+    );
 }
 
 #[test]
@@ -406,7 +414,7 @@ fn nothing_at_all_is_none_and_full_access_is_off() {
     let summary = caps.summary(&policy(SandboxMode::WorkspaceWrite, Some(false)));
     assert_eq!(summary.level, Level::None);
     assert_eq!(summary.label, "sandbox: none");
-    assert_eq!(summary.missing.len(), 4, "{:?}", summary.missing);
+    assert_eq!(summary.missing.len(), 5, "{:?}", summary.missing);
     assert!(has_line(
         &caps,
         Status::Missing,
