@@ -33,7 +33,7 @@ pub(crate) struct Bind {
 }
 
 /// A mount made read-only: `MS_BIND | MS_REMOUNT | MS_RDONLY` and the flags it has.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Remount {
     pub path: CString,
     pub flags: libc::c_ulong,
@@ -455,6 +455,17 @@ pub(crate) fn self_map(id: u32) -> Vec<u8> {
 pub(crate) fn effective_ids() -> (u32, u32) {
     // SAFETY: geteuid/getegid cannot fail.
     unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Whether the mount holding `path` is read-only already.
+pub(crate) fn is_read_only(path: &CString) -> bool {
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is a valid C string and `stat` a writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: statvfs succeeded and filled `stat`.
+    unsafe { stat.assume_init() }.f_flag & libc::ST_RDONLY != 0
 }
 
 /// The flags of the mount holding `path`, as `statvfs` reports them, reduced to those a

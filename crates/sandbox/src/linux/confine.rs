@@ -32,8 +32,9 @@
 //!    outside it, so a command cannot reach the agent's mount namespace through
 //!    `/proc/<agent>/root`, and it forbids mount/umount, so the read-only binds cannot be
 //!    undone.
-//! 4. **seccomp** (network off only): `socket(2)` with any family but `AF_UNIX` fails with
-//!    EPERM, and so does `io_uring_setup(2)` (io_uring can open sockets without the `socket`
+//! 4. **seccomp**: no set-user-ID or set-group-ID bit may be set and no file given to another
+//!    owner ([`command_filter`]); with the network off, `socket(2)` with any family but
+//!    `AF_UNIX` fails with EPERM, and so does `io_uring_setup(2)` (io_uring can open sockets without the `socket`
 //!    system call). seccomp sees the arguments of a call, never the address a socket will
 //!    reach, so loopback is refused too: a command cannot talk to a local server over
 //!    TCP/UDP while the network is off. Unix sockets still work (X11, D-Bus, ssh-agent,
@@ -43,12 +44,16 @@
 //! daemons included: namespaces, `no_new_privs`, Landlock domains and seccomp filters are
 //! inherited across fork and exec and cannot be dropped.
 //!
-//! What this does not protect against: reading (secrets in `~/.ssh` are readable, and with
-//! the network on they can be sent away), writes through file descriptors inherited from the
-//! agent (stdout, stderr), Unix sockets to daemons that act with more privileges (docker),
-//! and kernel bugs. Without Landlock the mount carve-outs alone are a guard against
-//! mistakes, not against a hostile command (it can write everywhere else, and reach the
-//! agent's namespace through `/proc/<agent>/root`).
+//! The mount namespace also hides the agent's own files and `deny_read` (an empty tmpfs, or
+//! `/dev/null`, over each), and remounts read-only every mount holding files outside the
+//! writable roots ([`metadata_plan`]), so modes, owners and times cannot change there.
+//!
+//! What this does not protect against: reading what is not hidden (`~/.ssh` unless listed in
+//! `deny_read`; with the network on it can be sent away), writes through file descriptors
+//! inherited from the agent (stdout, stderr), Unix sockets to daemons that act with more
+//! privileges (docker), and kernel bugs. Without Landlock the mounts alone are a guard
+//! against mistakes, not against a hostile command (it can reach the agent's namespace
+//! through `/proc/<agent>/root`).
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -118,7 +123,7 @@ pub(crate) fn prepare(
     }
     if capabilities.seccomp {
         let (uid, gid) = child::effective_ids();
-        layers.seccomp = Some(command_filter(policy.network, uid, gid)?);
+        layers.seccomp = Some(cached_filter(policy.network, uid, gid)?);
         prepared.layers.push("seccomp");
     }
     Ok(())
@@ -273,32 +278,111 @@ fn mount_plan(
 /// them to make read-only (see [`crate::linux::mounts`]): file metadata outside the writable
 /// roots cannot change. Both empty if the mount table cannot be read.
 fn metadata_plan(policy: &Policy) -> Result<(Vec<CString>, Vec<Remount>), SandboxError> {
-    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+    let roots = policy.writable_roots();
+    let mut table = MOUNT_TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if table.as_ref().is_none_or(MountTable::changed) {
+        *table = MountTable::read();
+    }
+    let Some(table) = table.as_ref() else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let roots = policy.writable_roots();
+    let read_only: Vec<Remount> = table
+        .remountable
+        .iter()
+        .filter(|(point, _)| !roots.iter().any(|root| point.starts_with(root)))
+        .map(|(_, remount)| remount.clone())
+        .collect();
     let mut writable = Vec::new();
     for root in &roots {
+        // A root inside another root is bound with it; one that is a mount point of its own,
+        // or lies in a mount left as it is, keeps its own mount's flags.
+        let nested = roots
+            .iter()
+            .any(|other| other != root && root.starts_with(other));
+        let in_remounted =
+            crate::linux::mounts::containing(&table.points, root).is_some_and(|mount| {
+                mount != root.as_path()
+                    && read_only
+                        .iter()
+                        .any(|r| r.path.as_bytes() == mount.as_os_str().as_bytes())
+            });
         // A file too (an extra writable path may be one): a bind works on either.
-        if root.exists() {
+        if !nested && in_remounted && root.exists() {
             writable.push(c_path(root)?);
         }
     }
-    let mut read_only = Vec::new();
-    for point in crate::linux::mounts::file_mounts(&mountinfo) {
-        if roots.iter().any(|root| point.starts_with(root)) {
-            continue;
-        }
-        let path = c_path(&point)?;
-        let Some(flags) = child::mount_flags(&path) else {
-            continue;
-        };
-        read_only.push(Remount {
-            path,
-            flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
-        });
-    }
     Ok((writable, read_only))
+}
+
+/// The mounts this process sees, read once and again only when the kernel says the table
+/// changed (`/proc/self/mountinfo` polls with `POLLPRI` then), so a command does not pay a
+/// `statvfs` per mount.
+static MOUNT_TABLE: std::sync::Mutex<Option<MountTable>> = std::sync::Mutex::new(None);
+
+struct MountTable {
+    /// Kept open: the handle `poll` watches.
+    file: std::fs::File,
+    points: Vec<(PathBuf, bool)>,
+    /// The mounts holding files that are not read-only already, with their remount.
+    remountable: Vec<(PathBuf, Remount)>,
+}
+
+impl MountTable {
+    fn read() -> Option<MountTable> {
+        use std::io::Read;
+        let mut file = std::fs::File::open("/proc/self/mountinfo").ok()?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).ok()?;
+        let points = crate::linux::mounts::mount_points(&text);
+        let mut remountable = Vec::new();
+        for (point, files) in &points {
+            let Ok(path) = c_path(point) else {
+                continue;
+            };
+            if !files || child::is_read_only(&path) {
+                continue;
+            }
+            let Some(flags) = child::mount_flags(&path) else {
+                continue;
+            };
+            let remount = Remount {
+                path,
+                flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+            };
+            remountable.push((point.clone(), remount));
+        }
+        Some(MountTable {
+            file,
+            points,
+            remountable,
+        })
+    }
+
+    /// Whether a mount was made or removed since the table was read.
+    fn changed(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+        ready != 0
+    }
+}
+
+/// [`command_filter`], compiled once per combination (a session uses one or two).
+fn cached_filter(network: bool, uid: u32, gid: u32) -> Result<BpfProgram, SandboxError> {
+    type Compiled = Vec<((bool, u32, u32), BpfProgram)>;
+    static FILTERS: std::sync::Mutex<Compiled> = std::sync::Mutex::new(Vec::new());
+    let key = (network, uid, gid);
+    let mut filters = FILTERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, program)) = filters.iter().find(|(k, _)| *k == key) {
+        return Ok(program.clone());
+    }
+    let program = command_filter(network, uid, gid)?;
+    filters.push((key, program.clone()));
+    Ok(program)
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {

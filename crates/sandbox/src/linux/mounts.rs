@@ -39,10 +39,10 @@ const PSEUDO: &[&str] = &[
 /// Trees of pseudo files, whatever their mounts' types.
 const PSEUDO_TREES: &[&str] = &["/proc", "/sys", "/dev"];
 
-/// Every mount point of `mountinfo` that holds ordinary files, in the order listed, without
+/// Every mount point of `mountinfo`, and whether it holds ordinary files, without
 /// duplicates.
-pub(crate) fn file_mounts(mountinfo: &str) -> Vec<PathBuf> {
-    let mut points: Vec<PathBuf> = Vec::new();
+pub(crate) fn mount_points(mountinfo: &str) -> Vec<(PathBuf, bool)> {
+    let mut points: Vec<(PathBuf, bool)> = Vec::new();
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         // `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL…] - TYPE SOURCE SUPER`
@@ -53,18 +53,26 @@ pub(crate) fn file_mounts(mountinfo: &str) -> Vec<PathBuf> {
             continue;
         };
         let point = PathBuf::from(unescape(point));
-        if PSEUDO.contains(kind)
-            || PSEUDO_TREES
+        let files = !PSEUDO.contains(kind)
+            && !PSEUDO_TREES
                 .iter()
-                .any(|tree| point.starts_with(Path::new(tree)))
-        {
-            continue;
-        }
-        if !points.contains(&point) {
-            points.push(point);
+                .any(|tree| point.starts_with(Path::new(tree)));
+        // A later mount on the same point covers the earlier: its kind counts.
+        match points.iter_mut().find(|(p, _)| *p == point) {
+            Some(known) => known.1 = files,
+            None => points.push((point, files)),
         }
     }
     points
+}
+
+/// The mount point `path` lies in: the longest of `points` that is a prefix of it.
+pub(crate) fn containing<'a>(points: &'a [(PathBuf, bool)], path: &Path) -> Option<&'a Path> {
+    points
+        .iter()
+        .map(|(point, _)| point.as_path())
+        .filter(|point| path.starts_with(point))
+        .max_by_key(|point| point.components().count())
 }
 
 /// A mount point as the kernel writes it: space, tab, newline and backslash as `\ooo`.
@@ -97,7 +105,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn file_mounts_skip_pseudo_file_systems_and_unescape_names() {
+    fn pseudo_file_systems_hold_no_files_and_names_are_unescaped() {
         let info = "\
 22 1 0:21 / /proc rw,nosuid - proc proc rw
 23 1 0:22 / /sys rw - sysfs sysfs rw
@@ -108,13 +116,30 @@ mod tests {
 42 30 0:31 / /tmp rw - tmpfs tmpfs rw
 43 30 8:1 /x / rw - ext4 /dev/sda1 rw
 ";
+        let files: Vec<PathBuf> = mount_points(info)
+            .into_iter()
+            .filter_map(|(point, files)| files.then_some(point))
+            .collect();
         assert_eq!(
-            file_mounts(info),
+            files,
             vec![
                 PathBuf::from("/"),
                 PathBuf::from("/home/me/my disk"),
                 PathBuf::from("/tmp")
             ]
+        );
+        let points = mount_points(info);
+        assert_eq!(
+            containing(&points, Path::new("/tmp/ws/src")),
+            Some(Path::new("/tmp"))
+        );
+        assert_eq!(
+            containing(&points, Path::new("/home/me/project")),
+            Some(Path::new("/"))
+        );
+        assert_eq!(
+            containing(&points, Path::new("/dev/shm")),
+            Some(Path::new("/dev/shm"))
         );
     }
 }
