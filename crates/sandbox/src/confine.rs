@@ -229,8 +229,8 @@ impl Sandbox {
             || (!self.policy.network && NO_NETWORK.iter().any(|p| output.contains(p)));
         // Where nothing confined the command (Windows, a kernel without any layer), the
         // sandbox refused nothing: no note that would say it did.
-        let confined = self.policy.mode != SandboxMode::DangerFullAccess
-            && self.summary().level != crate::probe::Level::None;
+        let confined =
+            self.policy.mode != SandboxMode::DangerFullAccess && !self.summary().layers.is_empty();
         (denied && confined).then(|| self.denial_note())
     }
 

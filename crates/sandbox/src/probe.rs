@@ -177,7 +177,12 @@ impl Capabilities {
                 )],
             ),
         };
-        let level = if layers.is_empty() {
+        // seccomp alone (setuid bits, sockets) leaves every file writable: commands are not
+        // confined in the sense that matters, and the agent asks as where nothing is.
+        let confines_writes = layers
+            .iter()
+            .any(|l| matches!(*l, "landlock" | "mountns" | "seatbelt"));
+        let level = if !confines_writes {
             Level::None
         } else if missing.is_empty() {
             Level::Full
@@ -185,7 +190,8 @@ impl Capabilities {
             Level::Partial
         };
         let label = match level {
-            Level::None => "sandbox: none".to_string(),
+            Level::None if layers.is_empty() => "sandbox: none".to_string(),
+            Level::None => format!("sandbox: none (only {})", layers.join("+")),
             Level::Partial => format!("sandbox: {} (partial)", layers.join("+")),
             _ => format!("sandbox: {}", layers.join("+")),
         };
