@@ -143,38 +143,15 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         ))?;
+        let null = std::ptr::null();
         for root in &plan.writable {
             let path = root.as_ptr();
-            let bound = libc::mount(
-                path,
-                path,
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            );
-            if bound < 0 {
-                let error = io::Error::last_os_error();
-                if error.raw_os_error() == Some(libc::ENOENT) {
-                    continue;
-                }
-                return Err(error);
-            }
+            mount_unless_gone(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast())?;
         }
         for bind in &plan.binds {
             let path = bind.path.as_ptr();
-            let bound = libc::mount(
-                path,
-                path,
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            );
-            if bound < 0 {
-                let error = io::Error::last_os_error();
-                if error.raw_os_error() == Some(libc::ENOENT) {
-                    continue;
-                }
-                return Err(error);
+            if !mount_unless_gone(path, path, null, libc::MS_BIND, null.cast())? {
+                continue;
             }
             if let Some(flags) = bind.remount_flags {
                 check(libc::mount(
@@ -188,30 +165,13 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
         }
         for hide in &plan.hides {
             let path = hide.path.as_ptr();
-            let hidden = if hide.dir {
-                libc::mount(
-                    c"tmpfs".as_ptr(),
-                    path,
-                    c"tmpfs".as_ptr(),
-                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    c"mode=0555,size=4k".as_ptr().cast(),
-                )
+            if hide.dir {
+                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                let data = c"mode=0555,size=4k".as_ptr().cast();
+                mount_unless_gone(c"tmpfs".as_ptr(), path, c"tmpfs".as_ptr(), flags, data)?;
             } else {
-                libc::mount(
-                    c"/dev/null".as_ptr(),
-                    path,
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                )
-            };
-            if hidden < 0 {
-                let error = io::Error::last_os_error();
-                // Gone since the parent looked: nothing left to hide.
-                if error.raw_os_error() == Some(libc::ENOENT) {
-                    continue;
-                }
-                return Err(error);
+                let null_device = c"/dev/null".as_ptr();
+                mount_unless_gone(null_device, path, null, libc::MS_BIND, null.cast())?;
             }
         }
         for remount in &plan.read_only {
@@ -236,6 +196,31 @@ pub(crate) fn enter_mount_namespace(plan: &MountPlan) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `mount(2)`; `Ok(false)` when `target` is gone since the parent looked (ENOENT): there is
+/// nothing left to bind, hide or protect there.
+///
+/// # Safety
+///
+/// Every pointer is null or a valid C string (`data`: null or what `fstype` reads).
+unsafe fn mount_unless_gone(
+    source: *const libc::c_char,
+    target: *const libc::c_char,
+    fstype: *const libc::c_char,
+    flags: libc::c_ulong,
+    data: *const libc::c_void,
+) -> io::Result<bool> {
+    // SAFETY: as the caller promised.
+    if unsafe { libc::mount(source, target, fstype, flags, data) } == 0 {
+        return Ok(true);
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::ENOENT) {
+        Ok(false)
+    } else {
+        Err(error)
+    }
 }
 
 /// `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with every id mapped to itself, for root.
