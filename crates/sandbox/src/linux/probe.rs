@@ -398,11 +398,13 @@ fn assess_mount(facts: &Facts, report: &mut Vec<ReportLine>) -> MountNs {
     if facts.user_ns == Trial::Works {
         let text = if facts.root {
             "user and mount namespaces work: .git/hooks, .git/config and .coding-agent/ are \
-             read-only for commands, and root's commands hold its capabilities only in their \
-             own user namespace"
+             read-only for commands, so is file metadata outside the writable paths, the \
+             agent's own files are hidden, and root's commands hold its capabilities only in \
+             their own user namespace"
         } else {
             "mount namespaces work through an unprivileged user namespace: .git/hooks, \
-             .git/config and .coding-agent/ are read-only for commands"
+             .git/config and .coding-agent/ are read-only for commands, so is file metadata \
+             outside the writable paths, and the agent's own files are hidden"
         };
         line(report, Status::Ok, text.to_string());
         return MountNs::User;
@@ -412,7 +414,8 @@ fn assess_mount(facts: &Facts, report: &mut Vec<ReportLine>) -> MountNs {
             report,
             Status::Ok,
             "mount namespaces work (as root): .git/hooks, .git/config and .coding-agent/ are \
-             read-only for commands"
+             read-only for commands, so is file metadata outside the writable paths, and the \
+             agent's own files are hidden"
                 .to_string(),
         );
         line(
