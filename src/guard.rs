@@ -193,9 +193,27 @@ impl Guard {
         if sandbox.policy().write_allowed(&path) {
             return Ok(());
         }
+        // The path as the model named it (`../notes.txt`), and which rule it breaks.
+        let named = call.arguments[tools::PATH_ARGUMENT]
+            .as_str()
+            .unwrap_or_default()
+            .trim();
+        let policy = sandbox.policy();
+        let inside = policy.mode == sandbox::SandboxMode::WorkspaceWrite
+            && policy
+                .writable_roots()
+                .iter()
+                .any(|root| path.starts_with(root));
+        let reason = if inside {
+            format!("writes into a protected path: {named}")
+        } else if policy.mode == sandbox::SandboxMode::ReadOnly {
+            format!("writes a file, and the sandbox is read-only: {named}")
+        } else {
+            format!("writes outside the workspace: {named}")
+        };
         let question = Question {
             subject: path.display().to_string(),
-            reason: "writes outside the workspace (or into a protected path)".into(),
+            reason,
             diff: Some(proposed_change(call, &path)),
             ..Question::default()
         };
@@ -348,8 +366,9 @@ mod tests {
                 tools::Effect::Writes => {
                     writers += 1;
                     let err = decide(call(entry.name, outside)).await.unwrap_err();
+                    // The reason names the path as the model gave it.
                     assert!(
-                        err.contains("writes outside the workspace"),
+                        err.contains(&format!("writes outside the workspace: {outside}")),
                         "{}: {err}",
                         entry.name
                     );
@@ -376,6 +395,14 @@ mod tests {
             decide(call("ls", &home)).await,
             Ok(()),
             "ls lists names only"
+        );
+        // A protected path inside the workspace is named as such.
+        let err = decide(call("write", ".coding-agent/config.toml"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("writes into a protected path: .coding-agent/config.toml"),
+            "{err}"
         );
     }
 

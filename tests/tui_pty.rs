@@ -606,3 +606,47 @@ fn children_of(pid: u32) -> Vec<i32> {
     }
     found
 }
+
+/// While a question waits, the live row says so (not "Working (20s)"); its keys never reach
+/// the editor: `a` where no rule is offered names the keys that work instead of typing an `a`;
+/// and a module run offers the longest prefix safe to remember (issue 46).
+#[test]
+fn a_waiting_question_says_so_and_keeps_its_keys_out_of_the_editor() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_with(&server, &["-a", "untrusted"], |_| {});
+    server.push(Reply::tool_call(
+        "bash",
+        json!({"command": "rm -f gone.txt"}),
+    ));
+    server.push(Reply::tool_call(
+        "bash",
+        json!({"command": "python3 -m unittest discover -s nothing-here"}),
+    ));
+    server.push(Reply::text("Done."));
+    session.wait_for("Type a message");
+    session.type_text("clean up and test");
+    session.send("\r");
+    session.wait_for("Allow bash?");
+    session.wait_for("Waiting for your approval");
+    assert!(
+        !session.contents().contains("Working ("),
+        "{}",
+        session.contents()
+    );
+    // `rm` never gets a rule: `a` is not an answer here, and not a letter for the editor.
+    assert!(!session.contents().contains("always allow"));
+    session.send("a");
+    session.wait_for("No \"always allow\" for this one");
+    assert!(
+        !session.contents().contains("│a "),
+        "the key reached the editor: {}",
+        session.contents()
+    );
+    session.send("y");
+    session.wait_for("always allow `python3 -m unittest` here");
+    session.send("a");
+    session.wait_for("Done.");
+    let rules = std::fs::read_to_string(session.home.path().join("approvals.toml")).unwrap();
+    assert!(rules.contains("unittest"), "{rules}");
+}

@@ -142,6 +142,10 @@ enum Shape {
     /// The program and its first operand, the script (`python x.py`, `sed s/a/b/`); nothing
     /// when a flag comes first (`python -c …`).
     Script,
+    /// An interpreter whose `FLAG MODULE` names what it runs as a script does (`python -m
+    /// pytest`, `python3 -m unittest`): the program, the flag and the module; otherwise as
+    /// [`Shape::Script`].
+    ScriptOrModule(&'static str),
     /// The program and its subcommand (`cargo test`); for the listed subcommands that run a
     /// named thing, that name too (`npm run build`).
     Subcommand(&'static [&'static str]),
@@ -191,7 +195,7 @@ const SUGGEST: &[(&str, Shape)] = &[
     ("dash", Shape::Script),
     ("ksh", Shape::Script),
     ("fish", Shape::Script),
-    ("python", Shape::Script),
+    ("python", Shape::ScriptOrModule("-m")),
     ("node", Shape::Script),
     ("perl", Shape::Script),
     ("ruby", Shape::Script),
@@ -240,7 +244,8 @@ const SUGGEST: &[(&str, Shape)] = &[
 /// would cover it. One command's suggestion is its program (`pytest -x` → `pytest`), with
 /// the subcommand for tools that have them (`cargo test -p x` → `cargo test`, `git push
 /// origin` → `git push`), plus the script for runners and interpreters (`npm run build` →
-/// `npm run build`, `python x.py` → `python x.py`). Nothing is offered for wrappers that run
+/// `npm run build`, `python x.py` → `python x.py`, `python3 -m pytest -x` → `python3 -m
+/// pytest`). Nothing is offered for wrappers that run
 /// their arguments (`sudo`, `env`, `xargs`, …), for programs whose every other use destroys
 /// or runs something (`rm`, `dd`, `chmod`, `find`, …), for an interpreter given a flag first
 /// (`bash -c …`), or for a tool without a literal subcommand (`cargo +nightly test`, `make`).
@@ -284,6 +289,14 @@ fn suggest_one(command: &SimpleCommand) -> Option<Vec<String>> {
         None => Some(vec![program]),
         Some(Shape::Never) => None,
         Some(Shape::Script) => Some(vec![program, operand(1)?]),
+        Some(Shape::ScriptOrModule(flag)) => {
+            let first = command.words.get(1).and_then(|w| w.value.clone());
+            if first.as_deref() == Some(flag) {
+                Some(vec![program, flag.to_string(), operand(2)?])
+            } else {
+                Some(vec![program, operand(1)?])
+            }
+        }
         Some(Shape::Subcommand(runners)) => {
             let sub = operand(1)?;
             if runners.contains(&sub.as_str()) {

@@ -10,6 +10,9 @@ use crate::popup::Popup;
 /// A second Ctrl+C within this time quits.
 const QUIT_WINDOW: Duration = Duration::from_millis(1500);
 
+/// How long the keys of a question stay named after a key it does not take.
+const HINT_WINDOW: Duration = Duration::from_secs(4);
+
 /// Input state that lives beside the app.
 #[derive(Default)]
 pub struct InputState {
@@ -20,6 +23,9 @@ pub struct InputState {
     esc_at: Option<Instant>,
     /// Rows of the transcript on screen, for paging.
     pub page: usize,
+    /// A key the question on screen does not take was pressed: which keys it does, for a
+    /// moment.
+    answer_hint_at: Option<(Instant, String)>,
 }
 
 impl InputState {
@@ -28,14 +34,18 @@ impl InputState {
         self.ctrl_c_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW)
     }
 
-    /// What a second key would do, while it would: shown in the live row.
-    pub fn hint(&self) -> Option<&'static str> {
+    /// What a second key would do, while it would, or which keys the question on screen
+    /// takes: shown in the live row.
+    pub fn hint(&self) -> Option<String> {
         if self.quit_hint() {
-            Some("Press Ctrl+C again to quit")
+            Some("Press Ctrl+C again to quit".into())
         } else if self.esc_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW) {
-            Some("Press Esc again to rewind")
+            Some("Press Esc again to rewind".into())
         } else {
-            None
+            self.answer_hint_at
+                .as_ref()
+                .filter(|(at, _)| at.elapsed() < HINT_WINDOW)
+                .map(|(_, hint)| hint.clone())
         }
     }
 }
@@ -194,8 +204,10 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
     }
 }
 
-/// Keys that answer the question on screen: y, a, n on an empty editor; Enter with text
-/// denies the call and sends the text as steering. `None`: the key is not an answer.
+/// Keys that answer the question on screen: y, a, n on an empty editor; Enter
+/// with text denies the call and sends the text as steering. Those letters never reach the
+/// editor while a question waits: `a` where no rule is offered says which keys work instead.
+/// `None`: the key is not for the question (another letter starts a message).
 fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<Action>> {
     use agent_core::ApprovalDecision;
     let request = app.approvals.first()?;
@@ -203,13 +215,24 @@ fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<A
     if !plain || input.popup.is_some() {
         return None;
     }
-    let decision = match key.code {
-        KeyCode::Char('y') if app.editor.is_empty() => ApprovalDecision::Approve,
-        KeyCode::Char('a') if app.editor.is_empty() && request.rule.is_some() => {
-            ApprovalDecision::ApproveAlways
+    let letter = match key.code {
+        KeyCode::Char(c) if app.editor.is_empty() => Some(c),
+        _ => None,
+    };
+    let decision = match (letter, key.code) {
+        (Some('y'), _) => ApprovalDecision::Approve,
+        (Some('a'), _) if request.rule.is_some() => ApprovalDecision::ApproveAlways,
+        (Some('a'), _) => {
+            input.answer_hint_at = Some((
+                Instant::now(),
+                "No \"always allow\" for this one (no rule is safe to remember): y run once · \
+                 n deny · or type why and press Enter"
+                    .into(),
+            ));
+            return Some(Vec::new());
         }
-        KeyCode::Char('n') if app.editor.is_empty() => ApprovalDecision::Deny { reason: None },
-        KeyCode::Enter if !app.editor.is_empty() => {
+        (Some('n'), _) => ApprovalDecision::Deny { reason: None },
+        (_, KeyCode::Enter) if !app.editor.is_empty() => {
             let text = app.editor.take();
             let deny = ApprovalDecision::Deny {
                 reason: Some("the user sent a new message instead".into()),
@@ -218,6 +241,7 @@ fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<A
         }
         _ => return None,
     };
+    input.answer_hint_at = None;
     Some(vec![Action::Decide(request.id, decision)])
 }
 

@@ -241,16 +241,25 @@ fn draw_live_line(buf: &mut Buffer, app: &App, input: &InputState, area: Rect) {
     } else if let Some(started) = app.run_started {
         let elapsed = started.elapsed();
         let frame_index = (elapsed.as_millis() / 80) as usize % SPINNER.len();
+        // Nothing moves until the user answers: say so, not how long the run has taken.
+        let (what, detail) = if app.approvals.is_empty() {
+            (
+                "Working",
+                format!(" ({}s · esc to interrupt)", elapsed.as_secs()),
+            )
+        } else {
+            (
+                "Waiting for your approval",
+                " (the keys are below the question · esc to stop)".to_string(),
+            )
+        };
         let mut spans = vec![
             Span::styled(
                 format!("{} ", SPINNER[frame_index]),
                 Style::new().fg(Color::Cyan),
             ),
-            Span::styled("Working", Style::new().add_modifier(Modifier::BOLD)),
-            Span::styled(
-                format!(" ({}s · esc to interrupt)", elapsed.as_secs()),
-                Style::new().fg(Color::DarkGray),
-            ),
+            Span::styled(what, Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(detail, Style::new().fg(Color::DarkGray)),
         ];
         if app.compacting {
             spans.push(Span::styled(

@@ -106,6 +106,15 @@ fn suggestions() {
     assert_eq!(s("pytest -x tests"), Some("pytest".into()));
     assert_eq!(s("./run.sh --fast"), Some("./run.sh".into()));
     assert_eq!(s("python3 script.py --x"), Some("python3 script.py".into()));
+    // A module run is named like a script: the longest prefix safe to remember.
+    assert_eq!(
+        s("python3 -m unittest discover -v"),
+        Some("python3 -m unittest".into())
+    );
+    assert_eq!(s("python -m pytest -x"), Some("python -m pytest".into()));
+    assert_eq!(s("python3 -m"), None);
+    assert_eq!(s("python3 -m -x"), None);
+    assert_eq!(s("python3 -W error -m pytest"), None);
     assert_eq!(s("/usr/bin/python3.12 -c 'import os'"), None);
     assert_eq!(s("bash -c 'rm -rf /'"), None);
     assert_eq!(s("bash build.sh"), Some("bash build.sh".into()));
@@ -135,6 +144,7 @@ fn suggestions() {
         "npm run build -- --watch",
         "git commit -m 'x y'",
         "pytest -k a",
+        "python3 -m unittest discover -s tests",
     ] {
         let prefix = suggest_prefix(line).unwrap();
         assert!(ProjectRules::new(vec![prefix]).allows(line), "{line}");
