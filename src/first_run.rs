@@ -67,7 +67,8 @@ pub async fn run(
     registry: &Registry,
     probed: &[String],
 ) -> Result<Outcome, Fail> {
-    let screen = SetupScreen::new(choices(registry), crate::local::probed_line(probed));
+    let screen = SetupScreen::new(choices(registry), crate::local::probed_line(probed))
+        .with_auth_file(crate::auth::Auth::path(home).display().to_string());
     let check: Check = Box::new(|url: String| {
         Box::pin(async move {
             local::inspect(&url, URL_DEADLINE)

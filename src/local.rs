@@ -104,7 +104,8 @@ async fn base_url(
     if !named {
         let server = local::inspect(url, URL_DEADLINE).await.map_err(|e| {
             Fail(format!(
-                "--base-url without --model: the model is read from the server, and {e}"
+                "--base-url without --model: the model is read from the server, and {e}. \
+                 Name it: add --model NAME (the name the server knows the model by)"
             ))
         })?;
         let mut preset = preset(&server, server.preferred(), false);

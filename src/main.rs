@@ -111,7 +111,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                 // No screen to ask on: say what to do, and what was looked for.
                 return Err(Fail(format!(
                     "{}\n\n{}",
-                    setup::NO_KEY,
+                    setup::no_key(),
                     local::probed_line(&probed)
                 )));
             }

@@ -555,7 +555,7 @@ pub fn resolve_model(
         .iter()
         .filter_map(|name| registry.get(name))
         .find(|m| router.key(&m.provider).is_some())
-        .ok_or_else(|| Fail(NO_KEY.to_string()))
+        .ok_or_else(|| Fail(no_key()))
 }
 
 fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
@@ -572,18 +572,28 @@ fn check_key(model: &Model, cli: &Cli, router: &Router) -> Result<(), Fail> {
     )))
 }
 
-pub const NO_KEY: &str = "no API key found.
+/// What to do when no key and no server was found, naming the config file this run reads
+/// (`$CODING_AGENT_HOME` honoured).
+pub fn no_key() -> String {
+    let config = Home::from_env().map_or_else(
+        || "~/.coding-agent/config.toml".to_string(),
+        |home| home.config_file().display().to_string(),
+    );
+    format!(
+        "no API key found.
 Set one of OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or DEEPSEEK_API_KEY (or
 OPENROUTER_API_KEY with --model openrouter/…), or use a local server (llama.cpp, Ollama, vLLM):
 
   coding-agent --base-url http://127.0.0.1:8080/v1 --model MODEL
 
-or add it to ~/.coding-agent/config.toml once:
+or add it to {config} once:
 
   model = \"local/MODEL\"
   [providers.local]
   base_url = \"http://127.0.0.1:8080/v1\"
-  models = [{ id = \"MODEL\" }]";
+  models = [{{ id = \"MODEL\" }}]"
+    )
+}
 
 /// The session `--continue`, `--resume` or `--session` asks for, loaded and locked for
 /// appending (or forked, with `--fork`). Tool calls a crash left open are closed in the file

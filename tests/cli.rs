@@ -244,6 +244,12 @@ async fn a_first_run_without_any_key_explains_what_to_set() {
         "{stderr}"
     );
     assert!(stderr.contains("[providers.local]"), "{stderr}");
+    // The config file this run reads, not a default it does not (issue 46).
+    let config = env.home.path().join("config.toml");
+    assert!(
+        stderr.contains(&format!("add it to {} once", config.display())),
+        "{stderr}"
+    );
     let out = env
         .run(
             None,

@@ -73,6 +73,13 @@ fn a_pasted_key_is_never_shown_and_is_stored_privately() {
     session.wait_for("› openai");
     session.send("\r");
     session.wait_for("Paste your openai API key");
+    // Where it goes, as this machine names it (issue 46).
+    session.wait_for("/auth.toml (mode 0600)");
+    assert!(
+        !session.contents().contains("$CODING_AGENT_HOME"),
+        "{}",
+        session.contents()
+    );
     session.send("\x1b[200~sk-very-secret-key\x1b[201~");
     session.wait_for("18 characters (not shown)");
     assert!(!session.contents().contains("very-secret"));

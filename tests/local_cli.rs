@@ -353,3 +353,17 @@ async fn a_500_that_says_the_request_is_malformed_is_not_retried() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// `--base-url` without `--model` against a server that cannot list its models (mock-llm
+/// without an emulation, like many proxies): the error says what to add (issue 46).
+#[tokio::test]
+async fn base_url_without_a_model_list_says_to_name_the_model() {
+    let env = Env::new();
+    let server = MockServer::start(Script::default()).await.unwrap();
+    let url = server.url();
+    let out = output(env.command(None, &["--base-url", &url, "-p", "hi"])).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("add --model NAME"), "{stderr}");
+    assert!(stderr.contains("/models"), "{stderr}");
+}

@@ -168,7 +168,8 @@ fn page(
     }
     if last_shown == 0 {
         return Err(format!(
-            "offset {offset} is past the end of {shown} ({number} lines)."
+            "offset {offset} is past the end of {shown} ({number} line{}).",
+            if number == 1 { "" } else { "s" }
         ));
     }
     let mut notes = Vec::new();

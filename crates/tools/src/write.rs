@@ -105,8 +105,10 @@ impl Tool for WriteTool {
                 "removed": change.removed, "created": old.is_none(),
             })),
             ..ToolOutput::text(format!(
-                "{verb} {shown}: {} bytes, {lines} lines.",
-                content.len()
+                "{verb} {shown}: {} bytes, {} line{}.",
+                content.len(),
+                lines,
+                if lines == 1 { "" } else { "s" }
             ))
         })
     }

@@ -193,6 +193,14 @@ async fn write_creates_parents_and_reports_size() {
     .await
     .unwrap();
     assert_eq!(text(&out), "Replaced a/b/c.txt: 6 bytes, 2 lines.");
+    let one = call(
+        dir.path(),
+        "write",
+        json!({"path": "one.txt", "content": "x\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&one), "Created one.txt: 2 bytes, 1 line.");
     let diff = out.details.unwrap()["diff"].as_str().unwrap().to_string();
     assert!(diff.contains("-two\n+2\n"), "{diff}");
     let err = call(dir.path(), "write", json!({"path": "a/b", "content": "x"}))

@@ -320,7 +320,10 @@ impl Editor {
             let number = self.pastes.len() + 1;
             // One long line has no lines to count: its length says what was pasted.
             let placeholder = if lines > 1 {
-                format!("[Pasted text #{number} +{lines} lines]")
+                format!(
+                    "[Pasted text #{number} +{}]",
+                    crate::words::count(lines, "line")
+                )
             } else {
                 format!("[Pasted text #{number} {} chars]", text.chars().count())
             };

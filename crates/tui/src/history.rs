@@ -7,6 +7,7 @@
 //! runs again with that answer. What actually changed reaches the transcript through the
 //! agent's events (`checkpoint_restored`, `rewound`), like every other change.
 
+use crate::words::plural;
 use std::sync::Arc;
 
 use agent_core::{OnConflict, RestoreOutcome};
@@ -302,10 +303,6 @@ fn tree_item(row: &TreeRow) -> (String, String) {
         what.push("you are here".into());
     }
     (label, what.join(" · "))
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn one_line(text: &str, max: usize) -> String {

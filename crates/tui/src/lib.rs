@@ -26,6 +26,7 @@ pub mod status;
 mod terminal;
 mod terminal_input;
 pub mod ui;
+mod words;
 mod wrap;
 
 pub use commands::builtin_names;

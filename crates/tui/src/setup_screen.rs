@@ -83,6 +83,8 @@ pub struct SetupScreen {
     message: Option<(String, bool)>,
     /// The local servers that were looked for, said once at the top.
     probed: String,
+    /// Where a pasted key is stored, as the user's file system names it.
+    auth_file: String,
 }
 
 impl SetupScreen {
@@ -94,7 +96,14 @@ impl SetupScreen {
             input: String::new(),
             message: None,
             probed,
+            auth_file: "$CODING_AGENT_HOME/auth.toml".into(),
         }
+    }
+
+    /// Names the file a pasted key is stored in (the real path of this run).
+    pub fn with_auth_file(mut self, path: String) -> Self {
+        self.auth_file = path;
+        self
     }
 
     /// Pasted text (bracketed paste): into the key or URL being typed.
@@ -241,8 +250,9 @@ impl SetupScreen {
                     )));
                     out.push(Line::styled(
                         format!(
-                            "It is stored in $CODING_AGENT_HOME/auth.toml (mode 0600); {env} \
-                             in the environment works too."
+                            "It is stored in {} (mode 0600); {env} in the environment works \
+                             too.",
+                            self.auth_file
                         ),
                         dim,
                     ));

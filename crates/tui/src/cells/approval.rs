@@ -49,7 +49,10 @@ pub fn question_lines(
         out.extend(lines.iter().take(DIFF_LINES).cloned());
         if lines.len() > DIFF_LINES {
             out.push(Line::styled(
-                format!("     … +{} lines", lines.len() - DIFF_LINES),
+                format!(
+                    "     … +{}",
+                    crate::words::count(lines.len() - DIFF_LINES, "line")
+                ),
                 DIM,
             ));
         }

@@ -151,7 +151,10 @@ impl ToolCell {
         };
         if lines.len() > shown {
             out.push(Line::styled(
-                format!("… +{} lines (ctrl+o shows all)", lines.len() - shown),
+                format!(
+                    "… +{} (ctrl+o shows all)",
+                    crate::words::count(lines.len() - shown, "line")
+                ),
                 DIM,
             ));
         }
@@ -202,7 +205,10 @@ impl ToolCell {
         out.extend(lines.iter().take(shown).cloned());
         if lines.len() > shown {
             out.push(Line::styled(
-                format!("… +{} lines (ctrl+o shows all)", lines.len() - shown),
+                format!(
+                    "… +{} (ctrl+o shows all)",
+                    crate::words::count(lines.len() - shown, "line")
+                ),
                 DIM,
             ));
         }
