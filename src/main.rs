@@ -130,7 +130,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             }
         }
     };
-    let setup = setup::build(&cli, &config, cwd, home, resumed, repo.files, preset).await?;
+    let mut setup = setup::build(&cli, &config, cwd, home, resumed, repo.files, preset).await?;
+    setup.trust = repo.status;
     // The TUI shows them in the conversation; elsewhere they go to stderr.
     if headless_prompt.is_some() || cli.mode == Mode::Rpc {
         for notice in &setup.notices {

@@ -44,6 +44,9 @@ pub struct Setup {
     pub tool_views: std::collections::HashMap<String, agent_core::ToolView>,
     /// What confines commands and when the agent asks.
     pub safety: crate::safety::Safety,
+    /// Whether the repository may steer the model, for `/status` (set by the caller, which
+    /// decided it).
+    pub trust: String,
     /// The MCP servers, starting in the background; `None`: none configured.
     pub mcp: Option<mcp::McpManager>,
     /// Skills, prompt templates and hooks.
@@ -379,6 +382,7 @@ pub async fn build(
         sessions,
         shell,
         redactor,
+        trust: String::new(),
         notices,
         tool_views,
         safety,

@@ -13,10 +13,12 @@ use session::{Home, RepoFiles};
 
 use crate::setup::Fail;
 
-/// What this run may read, and a line for the user when something was left out.
+/// What this run may read, a line for the user when something was left out, and what
+/// `/status` says of the repository's trust.
 pub struct RepoTrust {
     pub files: RepoFiles,
     pub notice: Option<String>,
+    pub status: String,
 }
 
 /// Decides (asking when `may_ask` and the terminal allows) whether the repository of `cwd`
@@ -32,19 +34,39 @@ pub fn decide(home: &Home, cwd: &Path, trust_flag: bool, may_ask: bool) -> Resul
             !matches!((&canonical, &own), (Some(p), Some(h)) if p.starts_with(h))
         })
         .collect();
-    let read = RepoTrust {
+    let read = |status: String| RepoTrust {
         files: RepoFiles::Read,
         notice: None,
+        status,
     };
-    if wants.is_empty() || trust_flag {
-        return Ok(read);
+    if wants.is_empty() {
+        return Ok(read(format!(
+            "{}: nothing in it steers the model (no AGENTS.md, CLAUDE.md or .coding-agent/), \
+             so there is nothing to trust",
+            root.display()
+        )));
+    }
+    if trust_flag {
+        return Ok(read(format!(
+            "{}: trusted for this run (--trust): its {} loaded",
+            root.display(),
+            names(&root, &wants)
+        )));
     }
     let store = TrustStore::new(home.root());
     let state = store
         .state(&root)
         .map_err(|e| Fail(format!("cannot read the trusted repositories: {e}")))?;
+    let trusted = || {
+        read(format!(
+            "{}: trusted (remembered in {}): its {} loaded",
+            root.display(),
+            home.root().join(sandbox::TRUST_FILE).display(),
+            names(&root, &wants)
+        ))
+    };
     if state == Trust::Trusted {
-        return Ok(read);
+        return Ok(trusted());
     }
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if may_ask && terminal {
@@ -53,7 +75,7 @@ pub fn decide(home: &Home, cwd: &Path, trust_flag: bool, may_ask: bool) -> Resul
             store
                 .trust(&root, &seen)
                 .map_err(|e| Fail(format!("cannot remember the answer: {e}")))?;
-            return Ok(read);
+            return Ok(trusted());
         }
     }
     let changed = if state == Trust::Changed {
@@ -61,8 +83,15 @@ pub fn decide(home: &Home, cwd: &Path, trust_flag: bool, may_ask: bool) -> Resul
     } else {
         ""
     };
+    let status = format!(
+        "{}: not trusted{changed}: its {} not loaded (run coding-agent in it and answer yes, or \
+         pass --trust for one run)",
+        root.display(),
+        names(&root, &wants)
+    );
     Ok(RepoTrust {
         files: RepoFiles::Skip,
+        status,
         notice: Some(format!(
             "{} is not trusted{changed}: its {} {} not loaded. Run coding-agent in it and \
              answer yes to trust it, or pass --trust for one run.",

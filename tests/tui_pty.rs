@@ -650,3 +650,33 @@ fn a_waiting_question_says_so_and_keeps_its_keys_out_of_the_editor() {
     let rules = std::fs::read_to_string(session.home.path().join("approvals.toml")).unwrap();
     assert!(rules.contains("unittest"), "{rules}");
 }
+
+/// `/status` says whether the repository steers the model, as `/help` promises: with
+/// `--trust` its files are loaded for this run, and it says so (issue 46).
+#[test]
+fn status_shows_the_repository_s_trust() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_with(&server, &["--trust"], |dir| {
+        std::fs::write(dir.join("AGENTS.md"), "Be brief.").unwrap();
+    });
+    session.wait_for("Type a message");
+    session.type_text("/status");
+    session.send("\r");
+    session.wait_for("Repository:");
+    session.wait_for("trusted for this run (--trust)");
+    session.wait_for("AGENTS.md loaded");
+}
+
+/// Ctrl+T says what it did, and from when: inline, what is already printed stays (issue 46).
+#[test]
+fn ctrl_t_says_what_it_changed() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    session.wait_for("Type a message");
+    session.send("\x14");
+    session.wait_for("Thinking is hidden from now on (Ctrl+T shows it).");
+    session.send("\x14");
+    session.wait_for("Thinking is shown from now on (Ctrl+T hides it).");
+}

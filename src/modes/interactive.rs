@@ -293,6 +293,7 @@ fn safety_status(setup: &Setup) -> String {
     for missing in &safety.summary.missing {
         text.push_str(&format!("\nNot enforced: {missing}"));
     }
+    text.push_str(&format!("\nRepository: {}", setup.trust));
     text.push_str("\ncoding-agent doctor explains what this machine offers.");
     text
 }

@@ -57,4 +57,4 @@ pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summa
 pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
 pub use servers::ServerStore;
 pub use shell::{Hazard, ParseError, is_known_read_only};
-pub use trust::{Fingerprint, Trust, TrustStore, fingerprint, wants};
+pub use trust::{Fingerprint, TRUST_FILE, Trust, TrustStore, fingerprint, wants};

@@ -108,6 +108,13 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         KeyCode::Char('z') if ctrl => vec![Action::Suspend],
         KeyCode::Char('t') if ctrl => {
             app.show_thinking = !app.show_thinking;
+            // Inline, what is printed stays as it was: say what changes, and from when.
+            let said = if app.show_thinking {
+                "Thinking is shown from now on (Ctrl+T hides it)."
+            } else {
+                "Thinking is hidden from now on (Ctrl+T shows it)."
+            };
+            app.push_cell(crate::cells::CellKind::Notice(said.into()));
             Vec::new()
         }
         KeyCode::Char('j') if ctrl => {
