@@ -388,11 +388,21 @@ fn result(
     if text.trim().is_empty() {
         text = "(no output)".to_string();
     }
+    // Lines for the model that the UI says its own way (an exit footer, a short refusal
+    // line): listed in the details so it can leave them out.
+    let mut for_model = Vec::new();
     if let Some(note) = note {
-        text = format!("{}\n[{note}]", text.trim_end_matches('\n'));
+        let line = format!("[{note}]");
+        text = format!("{}\n{line}", text.trim_end_matches('\n'));
+        // Killed, timed out, aborted: no footer says those, so they stay.
+        if code.is_some() {
+            for_model.push(line);
+        }
     }
+    let sandbox_refused = sandbox_note.is_some();
     if let Some(sandbox_note) = sandbox_note {
         text = format!("{text}\n{sandbox_note}");
+        for_model.push(sandbox_note);
     }
     // What the sandbox cannot protect before it exists (Linux binds only what exists) and a
     // command created: the repository's `.coding-agent/`, missing git hooks, a `commondir`
@@ -432,6 +442,9 @@ fn result(
             })),
             // Protected paths a command created, removed (see above).
             "refused_planted": refused,
+            // The failure looked like the sandbox's refusal; the model was told how to ask.
+            "sandbox_refused": sandbox_refused,
+            "for_model": for_model,
         })),
         is_error,
         ..ToolOutput::text(text)

@@ -189,6 +189,14 @@ async fn scenario_a_refused_write_tells_the_model_how_to_escalate() {
     }
     assert_refused_with_note(&refused, layers::write_refusal());
     assert!(text(&refused).contains(&format!("it may write only in {}", scene.ws.display())));
+    // The UI is told which lines are the model's, to say them its own way.
+    let details = refused.details.as_ref().unwrap();
+    assert_eq!(details["sandbox_refused"], true);
+    let for_model = details["for_model"].to_string();
+    assert!(
+        for_model.contains("[Exit code 1.]") && for_model.contains("escalate"),
+        "{for_model}"
+    );
     assert!(!scene.outside.join("outside").exists());
     // A failure that is not the sandbox's gets no note.
     let other = bash(&scene, &tool, "exit 3").await;

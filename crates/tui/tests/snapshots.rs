@@ -321,3 +321,38 @@ fn cjk_and_emoji_wrap_in_cells_the_queue_and_the_editor() {
         .set_text("再解释一下生命周期 lifetimes 是怎么工作的，最好有例子 👨‍👩‍👧 和图示");
     insta::assert_snapshot!(screen(&mut app, &mut InputState::default(), 40, 30));
 }
+
+/// A command the sandbox refused: the output once, the exit code in the footer only (not also
+/// the `[Exit code 1.]` line meant for the model), and a short line for the user instead of
+/// the sandbox's instructions to the model (issue 46).
+#[test]
+fn a_refused_command_shows_what_the_user_needs_once() {
+    let mut app = app();
+    let note = "[This command ran in the sandbox (workspace-write): it may write only in /w. \
+                If the task needs more, run the command again with \"escalate\": true.]";
+    let text = format!("touch: cannot touch '/etc/x': Permission denied\n[Exit code 1.]\n{note}");
+    let mut events = vec![AgentEvent::AgentStart, user("touch it")];
+    events.extend(tool(
+        "c1",
+        "bash",
+        json!({"command": "touch /etc/x"}),
+        Some((
+            &text,
+            true,
+            json!({"exit_code": 1, "duration_ms": 200, "sandbox_refused": true,
+                   "for_model": ["[Exit code 1.]", note]}),
+        )),
+    ));
+    for event in events {
+        app.on_event(&event);
+    }
+    let shown = screen(&mut app, &mut InputState::default(), 100, 16);
+    assert!(shown.contains("Permission denied"), "{shown}");
+    assert!(shown.contains("exit 1 · 0.2s"), "{shown}");
+    assert!(!shown.contains("[Exit code 1.]"), "{shown}");
+    assert!(!shown.contains("escalate"), "{shown}");
+    assert!(
+        shown.contains("The sandbox may have refused this"),
+        "{shown}"
+    );
+}

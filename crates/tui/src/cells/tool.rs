@@ -138,8 +138,9 @@ impl ToolCell {
     }
 
     fn bash_body(&self, expand: bool) -> Vec<Line<'static>> {
+        let details = self.result.as_ref().and_then(|r| r.details.as_ref());
         let text = match &self.result {
-            Some(result) => result.text(),
+            Some(result) => without_model_notes(result.text(), details),
             None => self.partial.clone(),
         };
         let lines: Vec<&str> = text.lines().collect();
@@ -167,6 +168,17 @@ impl ToolCell {
                 .iter()
                 .map(|l| Line::styled(l.to_string(), style)),
         );
+        if details
+            .and_then(|d| d.get("sandbox_refused"))
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            out.push(Line::styled(
+                "The sandbox may have refused this; the model was told what it allows and how \
+                 to ask you to run a command outside it.",
+                Style::new().fg(Color::Yellow),
+            ));
+        }
         if let Some(result) = &self.result {
             let code = result
                 .details
@@ -240,6 +252,31 @@ fn or_dot(path: String) -> String {
     } else {
         path
     }
+}
+
+/// A command's output without the lines the tool added for the model alone (details'
+/// `for_model`: the exit code the footer shows, the sandbox's instructions to the model),
+/// which the cell says its own way.
+fn without_model_notes(text: String, details: Option<&Value>) -> String {
+    let notes: Vec<&str> = details
+        .and_then(|d| d.get("for_model"))
+        .and_then(Value::as_array)
+        .map(|notes| notes.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if notes.is_empty() {
+        return text;
+    }
+    let mut kept = text;
+    for note in notes {
+        // Each was appended on a line of its own.
+        let line = format!("\n{note}");
+        if let Some(at) = kept.rfind(&line) {
+            kept.replace_range(at..at + line.len(), "");
+        } else if kept.starts_with(note) {
+            kept.replace_range(..note.len(), "");
+        }
+    }
+    kept
 }
 
 fn first_line(text: &str) -> String {
