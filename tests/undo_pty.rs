@@ -45,6 +45,8 @@ fn undo_asks_about_the_users_edit_and_esc_twice_rewinds() {
     session.send("\r");
     session.wait_for("overwrite the changes made since to notes.txt");
     session.wait_for("Skip those files");
+    // The question itself is on the popup, not only in the transcript it covers (issue 46).
+    session.wait_for("Files changed since the agent's checkpoint: restore them anyway?");
     assert_eq!(
         read(&session, "plan.txt").unwrap(),
         "plan B\n",

@@ -48,6 +48,25 @@ impl Popup {
         })
     }
 
+    /// The line on the popup's top border: what is being asked, and what Enter does.
+    pub fn title(&self) -> Option<&'static str> {
+        let Popup::Choice { kind, .. } = self else {
+            return None;
+        };
+        Some(match kind {
+            ChoiceKind::Model => " Switch to which model? · Enter switches · Esc keeps this one ",
+            ChoiceKind::Thinking => " How much thinking? · Enter sets it ",
+            ChoiceKind::Session => " Resume which session? · Enter opens it ",
+            ChoiceKind::Rule => " Remembered rules · Enter revokes the one selected ",
+            ChoiceKind::Rewind => " Rewind to just before which message? · Enter picks ",
+            ChoiceKind::RewindScope | ChoiceKind::TreeScope => " What to restore? · Enter does it ",
+            ChoiceKind::Tree => " The session tree · Enter goes to the selected node ",
+            ChoiceKind::Conflict => {
+                " Files changed since the agent's checkpoint: restore them anyway? "
+            }
+        })
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Popup::Commands { matches, .. } => matches.len(),

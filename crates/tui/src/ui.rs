@@ -368,7 +368,9 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
     if height < 3 {
         return;
     }
-    let width = editor.width.min(72);
+    // As wide as the editor (a choice's words are what the user decides on), up to a
+    // readable width.
+    let width = editor.width.min(POPUP_MAX_WIDTH);
     let area = Rect::new(editor.x, editor.y - height, width, height);
     let lines: Vec<Line<'static>> = rows
         .into_iter()
@@ -393,14 +395,20 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
         })
         .collect();
     Clear.render(area, buf);
-    Paragraph::new(lines)
-        .block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .border_style(Style::new().fg(Color::Cyan)),
-        )
-        .render(area, buf);
+    let mut block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(Color::Cyan));
+    if let Some(title) = popup.title() {
+        block = block.title(Line::styled(
+            crate::wrap::truncate(title, usize::from(width.saturating_sub(2))),
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        ));
+    }
+    Paragraph::new(lines).block(block).render(area, buf);
 }
+
+/// The widest a popup gets: beyond it a line is too long to read at a glance.
+const POPUP_MAX_WIDTH: u16 = 120;
 
 /// `line.render(area, buf)`, with the cells of a plain line set directly: most rows of a
 /// conversation are printable ASCII plus our bullets and bars, and ratatui splits every span
