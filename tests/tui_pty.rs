@@ -680,3 +680,22 @@ fn ctrl_t_says_what_it_changed() {
     session.send("\x14");
     session.wait_for("Thinking is shown from now on (Ctrl+T hides it).");
 }
+
+/// `/copy` says what it did — sent to the terminal with OSC 52, which no terminal confirms —
+/// and not that something was copied (issue 46).
+#[test]
+fn copy_says_what_it_did_and_no_more() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    server.push(Reply::text("Copy me."));
+    session.wait_for("Type a message");
+    session.type_text("say it");
+    session.send("\r");
+    session.wait_for("Copy me.");
+    session.type_text("/copy");
+    session.send("\r");
+    session.wait_for("Sent 8 characters to the terminal's clipboard (OSC 52)");
+    assert!(session.wrote("\x1b]52;c;"), "no OSC 52 was written");
+    assert!(!session.contents().contains("Copied"));
+}

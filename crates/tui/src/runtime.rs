@@ -575,10 +575,7 @@ fn perform(
         }
         Action::Copy(text) => {
             let note = match terminal::copy_to_clipboard(&text) {
-                Ok(()) => format!(
-                    "Copied {} characters to the clipboard.",
-                    text.chars().count()
-                ),
+                Ok(done) => done,
                 Err(err) => format!("Could not copy: {err}"),
             };
             app.push_cell(CellKind::Notice(note));

@@ -222,13 +222,51 @@ pub fn hold_panics() -> HookGuard {
     }
 }
 
-/// Copies `text` to the clipboard through the terminal (OSC 52), which also works over SSH.
-pub fn copy_to_clipboard(text: &str) -> std::io::Result<()> {
+/// Sends `text` to the clipboard through the terminal (OSC 52, which also works over SSH) and,
+/// inside tmux, into tmux's paste buffer too. Returns what was done, in words that do not
+/// claim more than that: no terminal says whether it took an OSC 52.
+pub fn copy_to_clipboard(text: &str) -> std::io::Result<String> {
     use base64::Engine;
     let encoded = base64::engine::general_purpose::STANDARD.encode(text);
     let mut stdout = std::io::stdout();
     write!(stdout, "\x1b]52;c;{encoded}\x07")?;
-    stdout.flush()
+    stdout.flush()?;
+    let count = crate::words::count(text.chars().count(), "character");
+    if std::env::var_os("TMUX").is_none() {
+        return Ok(format!(
+            "Sent {count} to the terminal's clipboard (OSC 52); a terminal without OSC 52 \
+             support copies nothing."
+        ));
+    }
+    let buffered = tmux_load_buffer(text);
+    Ok(format!(
+        "Sent {count} to the clipboard through tmux (OSC 52: tmux passes it on only with \
+         `set -g set-clipboard on`){}",
+        if buffered {
+            "; it is also in tmux's paste buffer (prefix ] pastes it)."
+        } else {
+            "."
+        }
+    ))
+}
+
+/// Puts `text` in tmux's paste buffer (`tmux load-buffer -`); false if that failed.
+fn tmux_load_buffer(text: &str) -> bool {
+    use std::process::{Command, Stdio};
+    let Ok(mut child) = Command::new("tmux")
+        .args(["load-buffer", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let written = child
+        .stdin
+        .take()
+        .is_some_and(|mut stdin| stdin.write_all(text.as_bytes()).is_ok());
+    child.wait().is_ok_and(|status| status.success()) && written
 }
 
 #[cfg(test)]
