@@ -209,7 +209,7 @@ impl Sessions {
         self.switch(
             Opened::Writer(Box::new(writer)),
             loaded.messages,
-            agent_core::ResetReason::Resume,
+            agent_core::ResetReason::Fork,
         )
         .await?;
         Ok(id)

@@ -483,6 +483,8 @@ async fn a_fork_goes_on_in_a_copy_and_can_still_undo() {
     assert_ne!(copy, original);
     let reset = rpc.event("history_reset");
     assert_eq!(reset["messages"].as_array().unwrap().len(), 4, "{reset}");
+    // Said as what it is, not as a resume (issue 46).
+    assert_eq!(reset["reason"], "fork", "{reset}");
     assert_eq!(message_count(&mut rpc, 4), 4);
     let undone = ok(rpc.call(5, json!({"type": "undo"})));
     assert_eq!(undone["restore"]["status"], "restored", "{undone}");

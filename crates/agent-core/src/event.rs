@@ -217,6 +217,8 @@ pub enum ResetReason {
     New,
     /// A saved session was loaded.
     Resume,
+    /// The current session was copied into a new one, which goes on from here.
+    Fork,
 }
 
 /// How one tool call ended.

@@ -334,9 +334,15 @@ impl App {
                 self.load_history(messages);
                 let note = match reason {
                     ResetReason::New => "New session.".to_string(),
-                    ResetReason::Resume => {
-                        format!("Resumed a session of {} messages.", messages.len())
-                    }
+                    ResetReason::Resume => format!(
+                        "Resumed a session of {}.",
+                        crate::words::count(messages.len(), "message")
+                    ),
+                    ResetReason::Fork => format!(
+                        "Forked: you go on in a copy of this session ({}); the original file \
+                         is unchanged.",
+                        crate::words::count(messages.len(), "message")
+                    ),
                 };
                 self.push_cell(CellKind::Notice(note));
             }

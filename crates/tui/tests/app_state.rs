@@ -311,3 +311,17 @@ fn a_resumed_conversation_puts_its_prompts_in_the_history() {
     assert!(app.editor.history_up());
     assert_eq!(app.editor.text(), "first question");
 }
+
+#[test]
+fn a_fork_says_it_is_one() {
+    let mut app = App::new(Status::default());
+    app.on_event(&AgentEvent::HistoryReset {
+        messages: history().into(),
+        reason: agent_core::ResetReason::Fork,
+        session: None,
+    });
+    assert!(matches!(
+        &app.cells.last().unwrap().kind,
+        CellKind::Notice(n) if n.starts_with("Forked: you go on in a copy")
+    ));
+}
