@@ -77,7 +77,12 @@ pub async fn choose(
     let probes = probes(auth);
     let servers = local::detect(&probes, local::PROBE_DEADLINE).await;
     match servers.iter().find(|s| s.preferred().is_some()) {
-        Some(server) => Ok(Found::Use(preset(server, server.preferred(), true))),
+        Some(server) => Ok(Found::Use(preset(
+            server,
+            server.preferred(),
+            true,
+            cli.context_window.is_some(),
+        ))),
         None => Ok(Found::Nothing {
             probed: probes.iter().map(describe).collect(),
         }),
@@ -108,7 +113,12 @@ async fn base_url(
                  Name it: add --model NAME (the name the server knows the model by)"
             ))
         })?;
-        let mut preset = preset(&server, server.preferred(), false);
+        let mut preset = preset(
+            &server,
+            server.preferred(),
+            false,
+            cli.context_window.is_some(),
+        );
         // The URL as given: a server may serve its API under another path than `/v1`.
         preset.model.base_url = url.to_string();
         return Ok(Found::Use(preset));
@@ -132,10 +142,16 @@ async fn base_url(
 
 /// The server's preferred model, as a preset (the setup screen's choice).
 pub fn preset_for(server: &LocalServer) -> Preset {
-    preset(server, server.preferred(), false)
+    preset(server, server.preferred(), false, false)
 }
 
-fn preset(server: &LocalServer, chosen: Option<&LocalModel>, announce: bool) -> Preset {
+/// `window_given`: `--context-window` names the window, so none is assumed.
+fn preset(
+    server: &LocalServer,
+    chosen: Option<&LocalModel>,
+    announce: bool,
+    window_given: bool,
+) -> Preset {
     let mut notices = Vec::new();
     let models = server.all_models();
     let Some(chosen) = chosen else {
@@ -175,6 +191,15 @@ fn preset(server: &LocalServer, chosen: Option<&LocalModel>, announce: bool) -> 
             model.id,
             model.context_window,
             max.min(32_768)
+        ));
+    }
+    if chosen.context_window.is_none() && server.kind != LocalKind::Ollama && !window_given {
+        notices.push(format!(
+            "{} did not say {}'s context window: {} tokens is assumed. If the server was \
+             started with another (llama-server -c N), pass --context-window N.",
+            server.kind.name(),
+            model.id,
+            model.context_window
         ));
     }
     let chat_only = chosen.tools == Some(false);

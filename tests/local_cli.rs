@@ -367,3 +367,44 @@ async fn base_url_without_a_model_list_says_to_name_the_model() {
     assert!(stderr.contains("add --model NAME"), "{stderr}");
     assert!(stderr.contains("/models"), "{stderr}");
 }
+
+/// A server that says nothing of its window (llama-cpp-python): the window is assumed, and a
+/// notice says so and how to give the real one (issue 46).
+#[tokio::test]
+async fn an_assumed_window_is_said_to_be_one() {
+    let env = Env::new();
+    let server = MockServer::start(Script {
+        replies: vec![Reply::text("Hi."), Reply::text("Hi again.")],
+    })
+    .await
+    .unwrap();
+    server.emulate(Emulation::ModelsOnly {
+        model: "smollm2".into(),
+    });
+    let out = output(env.command(None, &["--base-url", &server.url(), "-p", "hi"])).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("did not say smollm2's context window: 8192 tokens is assumed")
+            && stderr.contains("--context-window"),
+        "{stderr}"
+    );
+    // A window given is not questioned.
+    let out = output(env.command(
+        None,
+        &[
+            "--base-url",
+            &server.url(),
+            "--context-window",
+            "4096",
+            "-p",
+            "hi",
+        ],
+    ))
+    .await;
+    assert!(
+        !text(&out.stderr).contains("is assumed"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -21,6 +21,11 @@ pub enum Emulation {
     LmStudio {
         models: Vec<LmStudioModel>,
     },
+    /// A server that lists its models at `/v1/models` and says nothing else about them
+    /// (llama-cpp-python's `python -m llama_cpp.server`): no window, no capabilities.
+    ModelsOnly {
+        model: String,
+    },
     /// `vllm serve MODEL --max-model-len N`, with `--enable-auto-tool-choice` or not.
     Vllm {
         model: String,
@@ -118,7 +123,8 @@ impl OllamaModel {
 impl Emulation {
     /// Parses the command-line form: `ollama:NAME[:LOADED_CTX]` (a loaded model; add
     /// `:notools` for one without tool support), `llama.cpp:NAME:N_CTX`,
-    /// `lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools]` or `vllm:NAME:MAX_MODEL_LEN[:notools]`.
+    /// `lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools]`, `vllm:NAME:MAX_MODEL_LEN[:notools]` or
+    /// `models-only:NAME`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let parts: Vec<&str> = text.split(':').collect();
         let number = |s: &str| {
@@ -145,6 +151,9 @@ impl Emulation {
                     models: vec![model],
                 })
             }
+            ["models-only", name] => Ok(Self::ModelsOnly {
+                model: name.to_string(),
+            }),
             ["llama.cpp", name, n_ctx] => Ok(Self::LlamaCpp {
                 model: name.to_string(),
                 n_ctx: number(n_ctx)?,
@@ -171,8 +180,8 @@ impl Emulation {
             }
             _ => Err(format!(
                 "--emulate {text}: use ollama:NAME[:LOADED_CTX][:notools], \
-                 llama.cpp:NAME:N_CTX, lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools] or \
-                 vllm:NAME:MAX_MODEL_LEN[:notools]"
+                 llama.cpp:NAME:N_CTX, lmstudio:NAME:MAX_CTX[:LOADED_CTX][:notools], \
+                 vllm:NAME:MAX_MODEL_LEN[:notools] or models-only:NAME"
             )),
         }
     }
@@ -224,6 +233,10 @@ impl Emulation {
             (Self::LlamaCpp { model, n_ctx }, "GET", "/v1/models") => Some(json!({
                 "object": "list",
                 "data": [{"id": model, "object": "model", "meta": {"n_ctx_train": n_ctx}}]
+            })),
+            (Self::ModelsOnly { model }, "GET", "/v1/models") => Some(json!({
+                "object": "list",
+                "data": [{"id": model, "object": "model", "owned_by": "me"}]
             })),
             (Self::LmStudio { models }, "GET", "/api/v0/models") => Some(json!({
                 "object": "list",
