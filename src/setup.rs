@@ -441,12 +441,7 @@ fn mcp_servers(
 /// the variables that hold keys), to be kept out of tool output: a command can read them
 /// where the agent keeps them (its own command line under `/proc`, an inherited variable).
 fn redactor(cli: &Cli, config: &Config, registry: &Registry) -> agent_core::Redactor {
-    let extra: Vec<String> = config
-        .providers
-        .values()
-        .filter_map(|p| p.api_key_env.clone())
-        .collect();
-    let from_env = tools::key_env_vars(registry, &extra)
+    let from_env = key_env_vars(config, registry)
         .into_iter()
         .filter_map(|name| std::env::var(name).ok());
     let configured = config.providers.values().filter_map(|p| p.api_key.clone());
@@ -460,6 +455,17 @@ fn redactor(cli: &Cli, config: &Config, registry: &Registry) -> agent_core::Reda
     )
 }
 
+/// The variables that hold provider keys: every provider's, and the config's `api_key_env`s
+/// ([`tools::key_env_vars`]).
+fn key_env_vars(config: &Config, registry: &Registry) -> Vec<String> {
+    let extra: Vec<String> = config
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect();
+    tools::key_env_vars(registry, &extra)
+}
+
 /// The tools' options from the config: bash commands do not see the provider keys (every
 /// provider's variable, the config's `api_key_env`s, any `*_API_KEY`) unless
 /// `[tools.bash] inherit_keys = true`.
@@ -467,12 +473,7 @@ pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions 
     let hidden_env = if config.tools.bash.inherit_keys == Some(true) {
         Vec::new()
     } else {
-        let extra: Vec<String> = config
-            .providers
-            .values()
-            .filter_map(|p| p.api_key_env.clone())
-            .collect();
-        tools::key_env_vars(registry, &extra)
+        key_env_vars(config, registry)
     };
     tools::ToolOptions {
         bash: tools::BashOptions {

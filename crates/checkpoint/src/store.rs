@@ -592,7 +592,6 @@ fn skipped_covers(skipped: &[Skipped], path: &Path) -> bool {
     skipped.iter().any(|s| s.covers(path))
 }
 
-/// Size and modification time in one number, to tell whether a skipped file changed.
 /// `path` relative to `workspace` (a real path), its existing part resolved; `None` outside.
 fn within(workspace: &Path, path: &Path) -> Option<PathBuf> {
     let mut existing = path.to_path_buf();
@@ -628,6 +627,7 @@ fn nested_repository(workspace: &Path, relative: &Path) -> Option<PathBuf> {
     None
 }
 
+/// Size and modification time in one number, to tell whether a skipped file changed.
 fn stamp(meta: &fs::Metadata) -> u64 {
     let modified = meta
         .modified()

@@ -58,23 +58,26 @@ impl Rules {
                 hidden: policy.hidden_paths(),
                 ..Rules::default()
             }),
-            SandboxMode::WorkspaceWrite => Some(Rules {
-                writable: policy.writable_roots(),
-                // A hidden path in a writable root (an agent home under the temp dir) is not
-                // written either.
-                read_only: policy
-                    .protected_paths()
-                    .into_iter()
-                    .chain(policy.hidden_paths())
-                    .collect(),
-                hidden: policy.hidden_paths(),
-                fixed: policy
-                    .git_dirs()
-                    .into_iter()
-                    .filter(|d| d.is_dir())
-                    .collect(),
-                network: policy.network,
-            }),
+            SandboxMode::WorkspaceWrite => {
+                let hidden = policy.hidden_paths();
+                Some(Rules {
+                    writable: policy.writable_roots(),
+                    // A hidden path in a writable root (an agent home under the temp dir) is
+                    // not written either.
+                    read_only: policy
+                        .protected_paths()
+                        .into_iter()
+                        .chain(hidden.iter().cloned())
+                        .collect(),
+                    hidden,
+                    fixed: policy
+                        .git_dirs()
+                        .into_iter()
+                        .filter(|d| d.is_dir())
+                        .collect(),
+                    network: policy.network,
+                })
+            }
         }
     }
 }

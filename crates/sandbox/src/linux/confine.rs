@@ -286,11 +286,10 @@ fn metadata_plan(policy: &Policy) -> Result<(Vec<CString>, Vec<Remount>), Sandbo
     let Some(table) = table.as_ref() else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let read_only: Vec<Remount> = table
+    let remounted: Vec<&(PathBuf, Remount)> = table
         .remountable
         .iter()
         .filter(|(point, _)| !roots.iter().any(|root| point.starts_with(root)))
-        .map(|(_, remount)| remount.clone())
         .collect();
     let mut writable = Vec::new();
     for root in &roots {
@@ -301,16 +300,14 @@ fn metadata_plan(policy: &Policy) -> Result<(Vec<CString>, Vec<Remount>), Sandbo
             .any(|other| other != root && root.starts_with(other));
         let in_remounted =
             crate::linux::mounts::containing(&table.points, root).is_some_and(|mount| {
-                mount != root.as_path()
-                    && read_only
-                        .iter()
-                        .any(|r| r.path.as_bytes() == mount.as_os_str().as_bytes())
+                mount != root.as_path() && remounted.iter().any(|(point, _)| point == mount)
             });
         // A file too (an extra writable path may be one): a bind works on either.
         if !nested && in_remounted && root.exists() {
             writable.push(c_path(root)?);
         }
     }
+    let read_only = remounted.into_iter().map(|(_, r)| r.clone()).collect();
     Ok((writable, read_only))
 }
 
