@@ -53,6 +53,8 @@ pub struct Setup {
     pub extensions: Arc<extensions::Extensions>,
     /// The `session_start` hooks that ran before the agent started, for the modes to show.
     pub hook_runs: Vec<agent_core::HookRun>,
+    /// The agent's provider: a key the user enters later (`/model`) is added here.
+    pub router: Router,
 }
 
 impl Setup {
@@ -209,7 +211,7 @@ pub async fn build(
         None => router,
     };
     router.warm(&model);
-    let provider: Arc<dyn llm::Provider> = Arc::new(router);
+    let provider: Arc<dyn llm::Provider> = Arc::new(router.clone());
     let stream_options = stream_options(config);
     let mut agent_config = AgentConfig::new(model.clone(), provider.clone());
     agent_config.thinking = thinking;
@@ -389,6 +391,7 @@ pub async fn build(
         extensions,
         hook_runs,
         mcp,
+        router,
     })
 }
 

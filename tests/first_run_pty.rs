@@ -128,9 +128,92 @@ fn the_model_picker_lists_the_running_local_servers_models_live() {
     session.type_text("/model");
     session.send("\r");
     session.wait_for("openai/gpt-5");
-    // Up from the first entry wraps to the last: the local model, listed after the registry's.
-    session.send("\x1b[A");
-    session.wait_for("ollama/qwen3:8b  32k ctx");
+    // The model in use first and marked, the servers on this machine next.
+    session.wait_for("custom/mock-model  ● in use");
+    session.send("\x1b[B");
+    session.wait_for("ollama/qwen3:8b  at 127.0.0.1");
     session.send("\r");
     session.wait_for("ollama · qwen3:8b · 32k ctx");
+}
+
+/// `/model` from a local server to a hosted model without a key and back: the key is asked
+/// for (never shown), checked with the provider, refused and then taken; the server the
+/// session started with stays in the list, first when in use, found by typing.
+#[test]
+fn the_model_picker_asks_for_a_missing_key_and_returns_to_the_local_server() {
+    let rt = runtime();
+    let local = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Local answer."), Reply::text("Local again.")],
+        }))
+        .unwrap();
+    local.emulate(Emulation::LlamaCpp {
+        model: "smollm2".into(),
+        n_ctx: 2_048,
+    });
+    let hosted = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("Hosted answer.")],
+        }))
+        .unwrap();
+    hosted.require_key("sk-the-right-key-0042");
+    let hosted_url = hosted.url();
+    let local_url = local.url();
+    let mut session = Session::start_bare_with_home(&["--base-url", &local_url], &[], |home| {
+        std::fs::write(
+            home.join("config.toml"),
+            format!("[providers.openai]\nbase_url = \"{hosted_url}\"\n"),
+        )
+        .unwrap();
+    });
+    session.wait_for("llama.cpp · smollm2 · 2k ctx");
+    session.type_text("/model");
+    session.send("\r");
+    session.wait_for("llama.cpp/smollm2  ● in use");
+    session.wait_for("needs a key (OPENAI_API_KEY)");
+    // Typing filters: to the hosted model, whose provider has no key.
+    session.type_text("gpt-5-mini");
+    session.wait_for("filter: gpt-5-mini");
+    session.wait_gone("llama.cpp/smollm2");
+    session.send("\r");
+    session.wait_for("openai needs an API key");
+    session.wait_for("key: (nothing yet)");
+    // A wrong key: the provider's words, and nothing switched or saved.
+    session.send("\x1b[200~sk-a-wrong-key-0000\x1b[201~");
+    session.wait_for("key: 19 characters (not shown)");
+    session.send("\r");
+    session.wait_for("openai answered 401: Incorrect API key provided");
+    assert!(!session.home.path().join("auth.toml").exists());
+    assert!(session.contents().contains("llama.cpp · smollm2"));
+    // The right one: checked, saved privately, and the switch made.
+    session.send("\x1b[200~sk-the-right-key-0042\x1b[201~");
+    session.send("\r");
+    // A reasoning model: its thinking level next.
+    session.wait_for("How much thinking?");
+    session.send("\r");
+    session.wait_gone("How much thinking?");
+    session.wait_for("openai accepted the key; saved to");
+    session.wait_for("Model: openai/gpt-5-mini");
+    assert!(!session.contents().contains("the-right-key"));
+    let auth = std::fs::read_to_string(session.home.path().join("auth.toml")).unwrap();
+    assert!(
+        auth.contains("\"openai\" = \"sk-the-right-key-0042\""),
+        "{auth}"
+    );
+    session.type_text("hi");
+    session.send("\r");
+    session.wait_for("Hosted answer.");
+    assert_eq!(hosted.requests()[0].body["model"], "gpt-5-mini");
+    // Back to the server the session started with: listed, found by typing.
+    session.type_text("/model");
+    session.send("\r");
+    session.wait_for("openai/gpt-5-mini  ● in use");
+    session.type_text("smol");
+    session.wait_for("filter: smol");
+    session.send("\r");
+    session.wait_for("llama.cpp · smollm2 · 2k ctx");
+    session.type_text("and now?");
+    session.send("\r");
+    session.wait_for("Local answer.");
+    assert_eq!(local.requests()[0].body["model"], "smollm2");
 }

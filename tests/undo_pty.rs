@@ -75,7 +75,7 @@ fn undo_asks_about_the_users_edit_and_esc_twice_rewinds() {
     session.wait_for("Code and conversation");
     session.send(DOWN); // Conversation only
     session.send("\r");
-    session.wait_for("Rewound: the conversation goes on from here");
+    session.wait_for("The conversation goes on from the point chosen");
     // The message is back in the editor, to edit and send again.
     session.wait_for("│rewrite them");
     assert_eq!(
@@ -119,7 +119,7 @@ fn a_shell_command_is_checkpointed_and_the_tree_shows_the_branches() {
     session.wait_for("Conversation only");
     session.send(DOWN);
     session.send("\r");
-    session.wait_for("Rewound: the conversation goes on from here");
+    session.wait_for("The conversation goes on from the point chosen");
     session.wait_for("│first question");
     // The editor holds the old question: replace it.
     for _ in 0.."first question".len() {

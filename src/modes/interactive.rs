@@ -20,7 +20,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
         cwd: setup.cwd.clone(),
-        model: tui::status::model_label(&setup.model),
+        model: setup.model.clone(),
         thinking: Some(setup.thinking),
         context_window: setup.model.context_window,
         history: setup.history.clone(),
@@ -42,14 +42,18 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     // start with a key set is not delayed by it.
     let local = Arc::new(std::sync::Mutex::new(Vec::new()));
     let found = local.clone();
+    // The usual ports and the servers the setup screen saved.
+    let auth = crate::auth::Auth::load(&setup.sessions.home).unwrap_or_default();
+    let probes = crate::local::probes(&auth);
     tokio::spawn(async move {
-        let probes = llm::local::default_probes();
         let servers = llm::local::detect(&probes, llm::local::PROBE_DEADLINE).await;
         let models: Vec<Model> = servers.iter().flat_map(|s| s.all_models()).collect();
         *found.lock().unwrap_or_else(|e| e.into_inner()) = models;
     });
     let host = Arc::new(TuiHost {
         local,
+        started_with: setup.model.clone(),
+        router: setup.router.clone(),
         safety: safety_status(&setup),
         guard: setup.safety.guard.clone(),
         sessions: setup.sessions.clone(),
@@ -98,15 +102,20 @@ struct TuiHost {
     extensions: Arc<extensions::Extensions>,
     /// Models of the local servers running when the UI started.
     local: Arc<std::sync::Mutex<Vec<Model>>>,
+    /// The model the session started with (a server given by URL is in no registry).
+    started_with: Model,
+    /// The agent's provider, shared: a key added here reaches it.
+    router: llm::Router,
     mcp: Option<mcp::McpManager>,
 }
 
 #[async_trait]
 impl Host for TuiHost {
     fn models(&self) -> Vec<Model> {
-        let mut models = self.registry.models();
         let local = self.local.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for model in local {
+        let mut models = vec![self.started_with.clone()];
+        // The servers on this machine first: what a user of one switches between.
+        for model in local.into_iter().chain(self.registry.models()) {
             if !models
                 .iter()
                 .any(|m| m.provider == model.provider && m.id == model.id)
@@ -115,6 +124,45 @@ impl Host for TuiHost {
             }
         }
         models
+    }
+
+    fn needs_key(&self, model: &Model) -> Option<tui::popup::KeyAsk> {
+        // A server on this machine takes no key; a hosted provider pointed at a proxy here
+        // still does.
+        let local_server =
+            llm::is_local_url(&model.base_url) && !llm::is_hosted_provider(&model.provider);
+        if local_server || self.router.key(&model.provider).is_some() {
+            return None;
+        }
+        Some(tui::popup::KeyAsk {
+            provider: model.provider.clone(),
+            env: llm::api_key_env(&model.provider),
+            file: crate::auth::Auth::path(&self.sessions.home)
+                .display()
+                .to_string(),
+        })
+    }
+
+    async fn add_key(&self, model: Model, key: String) -> Result<String, String> {
+        let checked = match llm::check_key(&model, &key).await {
+            llm::KeyCheck::Rejected(said) => {
+                return Err(format!("{said} — paste another key, or Esc"));
+            }
+            llm::KeyCheck::Accepted => format!("{} accepted the key", model.provider),
+            llm::KeyCheck::Unchecked(why) => format!("the key could not be checked ({why})"),
+        };
+        let home = &self.sessions.home;
+        let mut auth = crate::auth::Auth::load(home)?;
+        auth.keys.insert(model.provider.clone(), key.clone());
+        let path = auth
+            .save(home)
+            .map_err(|e| format!("cannot save the key: {e}"))?;
+        self.redactor.add(&key);
+        self.router.add_key(model.provider.clone(), key);
+        Ok(format!(
+            "{checked}; saved to {} (mode 0600).",
+            path.display()
+        ))
     }
 
     fn expand(&self, text: &str) -> Result<Option<String>, String> {

@@ -101,6 +101,16 @@ impl Session {
     /// Runs the binary with exactly `args` and `env` (no mock flags): for the first run, and
     /// for detection, where the environment says where the servers are.
     pub fn start_bare(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_bare_with_home(args, env, |_| {})
+    }
+
+    /// Like [`start_bare`](Self::start_bare), with `CODING_AGENT_HOME` filled by `prepare`
+    /// first (a config, a saved `auth.toml`).
+    pub fn start_bare_with_home(
+        args: &[&str],
+        env: &[(&str, &str)],
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> Self {
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
         command.args(args);
         for (name, value) in env {
@@ -108,6 +118,7 @@ impl Session {
         }
         let dir = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
+        prepare(home.path());
         Self::spawn(command, (ROWS, COLS), (dir, home))
     }
 

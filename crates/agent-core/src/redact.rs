@@ -6,7 +6,7 @@
 //! [`Redactor::output`] before anything else sees it, so a key value the agent knows is
 //! replaced by [`REDACTED`] wherever it appears.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use llm::UserContent;
@@ -21,9 +21,16 @@ pub const REDACTED: &str = "[redacted]";
 /// mangle ordinary output (a test key of "x" would redact every x).
 const MIN_SECRET_LEN: usize = 8;
 
-/// The key values to hide. Cheap to clone; empty by default (nothing is hidden).
+/// The key values to hide. Cheap to clone, and the clones share what they hide: a key the
+/// user enters during the session ([`add`](Self::add)) is hidden by the agent's copy too.
 #[derive(Clone, Default)]
 pub struct Redactor {
+    known: Arc<RwLock<Known>>,
+}
+
+#[derive(Default)]
+struct Known {
+    values: Vec<String>,
     matcher: Option<Arc<AhoCorasick>>,
 }
 
@@ -34,34 +41,58 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut values: Vec<String> = secrets
-            .into_iter()
-            .map(|s| s.as_ref().trim().to_string())
-            .filter(|s| s.len() >= MIN_SECRET_LEN)
-            .collect();
-        values.sort();
-        values.dedup();
-        if values.is_empty() {
-            return Self::default();
+        let redactor = Self::default();
+        redactor.extend(secrets);
+        redactor
+    }
+
+    /// Hides `secret` from now on (ignored when shorter than eight characters).
+    pub fn add(&self, secret: &str) {
+        self.extend([secret]);
+    }
+
+    fn extend<I, S>(&self, secrets: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+        let before = known.values.len();
+        known.values.extend(
+            secrets
+                .into_iter()
+                .map(|s| s.as_ref().trim().to_string())
+                .filter(|s| s.len() >= MIN_SECRET_LEN),
+        );
+        known.values.sort();
+        known.values.dedup();
+        if known.values.len() == before {
+            return;
         }
         // Leftmost-longest: a key that contains another is replaced whole.
-        let matcher = AhoCorasick::builder()
+        known.matcher = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&values)
-            .ok();
-        Self {
-            matcher: matcher.map(Arc::new),
-        }
+            .build(&known.values)
+            .ok()
+            .map(Arc::new);
+    }
+
+    fn matcher(&self) -> Option<Arc<AhoCorasick>> {
+        self.known
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .matcher
+            .clone()
     }
 
     /// Whether there is anything to hide.
     pub fn is_empty(&self) -> bool {
-        self.matcher.is_none()
+        self.matcher().is_none()
     }
 
     /// `text` with every key replaced; `None` when it holds none (nothing to copy).
     pub fn text(&self, text: &str) -> Option<String> {
-        let matcher = self.matcher.as_ref()?;
+        let matcher = self.matcher()?;
         if !matcher.is_match(text) {
             return None;
         }
@@ -121,6 +152,20 @@ mod tests {
         assert_eq!(
             output.details,
             Some(json!({"stdout": ["x [redacted]"], "code": 0}))
+        );
+    }
+
+    #[test]
+    fn a_key_added_later_is_hidden_by_every_clone() {
+        let redactor = Redactor::default();
+        let agent_s_copy = redactor.clone();
+        assert!(agent_s_copy.is_empty());
+        redactor.add("sk-entered-in-the-session");
+        assert_eq!(
+            agent_s_copy
+                .text("key=sk-entered-in-the-session")
+                .as_deref(),
+            Some("key=[redacted]")
         );
     }
 

@@ -29,6 +29,14 @@ pub(crate) fn request(model: &Model, context: &Context, options: &StreamOptions)
     request
 }
 
+/// The headers a request with `key` carries.
+pub(crate) fn key_headers(key: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("x-api-key", key.to_string()),
+        ("anthropic-version", VERSION.to_string()),
+    ]
+}
+
 /// State carried across the events of one message.
 pub(crate) struct Parser {
     provider: String,

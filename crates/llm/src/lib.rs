@@ -12,6 +12,7 @@ mod builder;
 mod event;
 mod eventsource;
 mod http;
+mod key_check;
 pub mod local;
 mod message;
 mod model;
@@ -32,6 +33,7 @@ mod wire;
 pub use builder::AssistantBuilder;
 pub use event::StreamEvent;
 pub use http::is_context_overflow;
+pub use key_check::{KeyCheck, check_key};
 pub use message::{
     AssistantContent, AssistantMessage, ErrorKind, ImageContent, InvalidArguments, Message,
     StopReason, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, now_millis,
@@ -41,7 +43,7 @@ pub use partial_json::parse_partial_json;
 pub use provider::{Context, EventStream, Provider, StreamOptions, ToolSpec};
 pub use registry::{ProviderEntry, Registry, RegistryError};
 pub use retry::RetryPolicy;
-pub use router::{Router, api_key_env};
+pub use router::{Router, api_key_env, is_hosted_provider};
 pub use sse::replay;
 pub use url::{BaseUrlError, check_base_url, is_local_url};
 pub use wire::UnknownApi;

@@ -1,6 +1,7 @@
 //! One provider for every model: dispatches on the model's wire API and supplies its key.
 
 use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -13,7 +14,9 @@ use crate::{Context, EventStream, Model, Provider, StreamOptions, http, sse, wir
 pub struct Router {
     /// Built at the first call or by [`warm`](Self::warm). Clones share it.
     client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
-    keys: HashMap<String, String>,
+    /// Shared by the clones: a key the user enters later ([`add_key`](Self::add_key)) reaches
+    /// the agent's copy.
+    keys: Arc<RwLock<HashMap<String, String>>>,
     headers: HashMap<String, Vec<(String, String)>>,
 }
 
@@ -23,9 +26,17 @@ impl Router {
     }
 
     /// Uses `key` for every model of `provider` (a key from the user's config).
-    pub fn with_key(mut self, provider: impl Into<String>, key: impl Into<String>) -> Self {
-        self.keys.insert(provider.into(), key.into());
+    pub fn with_key(self, provider: impl Into<String>, key: impl Into<String>) -> Self {
+        self.add_key(provider, key);
         self
+    }
+
+    /// Uses `key` for `provider` from now on, in every clone of this router.
+    pub fn add_key(&self, provider: impl Into<String>, key: impl Into<String>) {
+        self.keys
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(provider.into(), key.into());
     }
 
     /// Sends these extra HTTP headers with every call to `provider`.
@@ -62,6 +73,8 @@ impl Router {
     /// The key a call to `provider` would use, looking variables up with `env`.
     fn key_for(&self, provider: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
         self.keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
             .get(provider)
             .cloned()
             .or_else(|| env(&api_key_env(provider)))
@@ -69,23 +82,31 @@ impl Router {
     }
 }
 
+/// The hosted providers the agent knows, and the variable each one's key is usually in.
+const HOSTED_PROVIDERS: [(&str, &str); 10] = [
+    ("openai", "OPENAI_API_KEY"),
+    ("anthropic", "ANTHROPIC_API_KEY"),
+    ("google", "GEMINI_API_KEY"),
+    ("gemini", "GEMINI_API_KEY"),
+    ("deepseek", "DEEPSEEK_API_KEY"),
+    ("openrouter", "OPENROUTER_API_KEY"),
+    ("groq", "GROQ_API_KEY"),
+    ("xai", "XAI_API_KEY"),
+    ("mistral", "MISTRAL_API_KEY"),
+    ("cerebras", "CEREBRAS_API_KEY"),
+];
+
+/// Whether `provider` is a hosted service that takes a key (even when its URL was pointed at
+/// a proxy on this machine), rather than a local server.
+pub fn is_hosted_provider(provider: &str) -> bool {
+    HOSTED_PROVIDERS.iter().any(|(name, _)| *name == provider)
+}
+
 /// The environment variable holding `provider`'s API key: the usual names for the well-known
 /// providers, else the name upper-cased with `_API_KEY` (`my-llm` → `MY_LLM_API_KEY`).
 pub fn api_key_env(provider: &str) -> String {
-    let known = match provider {
-        "openai" => "OPENAI_API_KEY",
-        "anthropic" => "ANTHROPIC_API_KEY",
-        "google" | "gemini" => "GEMINI_API_KEY",
-        "deepseek" => "DEEPSEEK_API_KEY",
-        "openrouter" => "OPENROUTER_API_KEY",
-        "groq" => "GROQ_API_KEY",
-        "xai" => "XAI_API_KEY",
-        "mistral" => "MISTRAL_API_KEY",
-        "cerebras" => "CEREBRAS_API_KEY",
-        _ => "",
-    };
-    if !known.is_empty() {
-        return known.to_string();
+    if let Some((_, var)) = HOSTED_PROVIDERS.iter().find(|(name, _)| *name == provider) {
+        return var.to_string();
     }
     let stem: String = provider
         .chars()

@@ -18,6 +18,13 @@ pub(crate) struct WireApi {
     pub request: fn(&Model, &Context, &StreamOptions) -> WireRequest,
     /// A parser for one response stream; it names `provider` in its errors.
     pub parser: fn(provider: String) -> Box<dyn WireParser>,
+    /// The headers that carry `key` (and any the API requires with it), for requests besides
+    /// a call: checking a key the user pasted.
+    pub key_headers: fn(key: &str) -> Vec<(&'static str, String)>,
+}
+
+fn bearer(key: &str) -> Vec<(&'static str, String)> {
+    vec![("authorization", format!("Bearer {key}"))]
 }
 
 pub(crate) static WIRE_APIS: [WireApi; 3] = [
@@ -26,18 +33,21 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         name: "openai-completions",
         request: openai_completions::request,
         parser: |provider| Box::new(openai_completions::Parser::new(provider)),
+        key_headers: bearer,
     },
     WireApi {
         api: Api::OpenaiResponses,
         name: "openai-responses",
         request: openai_responses::request,
         parser: |provider| Box::new(openai_responses::Parser::new(provider)),
+        key_headers: bearer,
     },
     WireApi {
         api: Api::AnthropicMessages,
         name: "anthropic-messages",
         request: anthropic::request,
         parser: |provider| Box::new(anthropic::Parser::new(provider)),
+        key_headers: anthropic::key_headers,
     },
 ];
 

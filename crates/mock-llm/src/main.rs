@@ -20,6 +20,10 @@ struct Args {
     /// `vllm:NAME:MAX_MODEL_LEN[:notools]`.
     #[arg(long, value_parser = Emulation::parse)]
     emulate: Option<Emulation>,
+    /// Take only this API key, as a hosted provider does (401 otherwise; `GET /v1/models`
+    /// answers with it, for the key checks).
+    #[arg(long)]
+    require_key: Option<String>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -44,6 +48,9 @@ async fn main() {
     };
     if let Some(emulation) = args.emulate {
         server.emulate(emulation);
+    }
+    if let Some(key) = &args.require_key {
+        server.require_key(key);
     }
     println!("mock-llm listening on {}", server.url());
     // Runs until the process is killed.

@@ -55,6 +55,8 @@ struct State {
     emulation: Mutex<Option<Emulation>>,
     /// Discovery requests answered (they are not in `requests`).
     discovery: Mutex<Vec<String>>,
+    /// The one API key taken, as a hosted provider would (`None`: any or none).
+    key: Mutex<Option<String>>,
 }
 
 /// A running mock server; stops accepting connections when dropped.
@@ -87,6 +89,7 @@ impl MockServer {
             stream_ends: Mutex::new(Vec::new()),
             emulation: Mutex::new(None),
             discovery: Mutex::new(Vec::new()),
+            key: Mutex::new(None),
         });
         let accept_state = state.clone();
         let accept = tokio::spawn(async move {
@@ -124,6 +127,13 @@ impl MockServer {
     /// server would; the script still answers chat requests.
     pub fn emulate(&self, emulation: Emulation) {
         *lock(&self.state.emulation) = Some(emulation);
+    }
+
+    /// Answers like a hosted provider: every request without `key` (a bearer token or
+    /// `x-api-key`) gets 401 with OpenAI's error, and `GET …/models` with it lists the mock's
+    /// models, as the key check of the setup screen and `/model` expects.
+    pub fn require_key(&self, key: &str) {
+        *lock(&self.state.key) = Some(key.to_string());
     }
 
     /// The origin, e.g. `http://127.0.0.1:4321`: what a local server probe is given.
@@ -199,7 +209,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Body>, Infallible> {
     let method = req.method().to_string();
     let path = req.uri().path().to_string();
-    let headers = req
+    let headers: Vec<(String, String)> = req
         .headers()
         .iter()
         .map(|(n, v)| {
@@ -215,6 +225,39 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
     };
     let body: Value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    if let Some(key) = lock(&state.key).clone() {
+        let given =
+            headers
+                .iter()
+                .find_map(|(name, value)| match name.to_ascii_lowercase().as_str() {
+                    "authorization" => value.strip_prefix("Bearer ").map(str::to_string),
+                    "x-api-key" => Some(value.clone()),
+                    _ => None,
+                });
+        if given.as_deref() != Some(key.as_str()) {
+            lock(&state.discovery).push(format!("{method} {path} (refused: no valid key)"));
+            let body = json!({"error": {
+                "message": "Incorrect API key provided. You can find your API key at \
+                            https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"
+            }});
+            return Ok(Response::builder()
+                .status(StatusCode::UNAUTHORIZED)
+                .header("content-type", "application/json")
+                .body(full(body.to_string()))
+                .expect("static response parts are valid"));
+        }
+        if method == "GET" && path.ends_with("/models") {
+            lock(&state.discovery).push(format!("{method} {path}"));
+            let body = json!({"object": "list", "data": [
+                {"id": "mock-model", "object": "model", "owned_by": "mock"}
+            ]});
+            return Ok(Response::builder()
+                .header("content-type", "application/json")
+                .body(full(body.to_string()))
+                .expect("static response parts are valid"));
+        }
+    }
     let discovered = lock(&state.emulation)
         .as_ref()
         .and_then(|e| e.answer(&method, &path, &body));

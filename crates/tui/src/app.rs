@@ -51,6 +51,11 @@ pub enum Action {
     Choose(ChoiceKind),
     /// Item `index` of an open choice list was picked.
     Chose(ChoiceKind, usize),
+    /// Check the API key typed for the model `/model` offered at `choice`, save it and switch.
+    CheckKey {
+        choice: usize,
+        key: String,
+    },
     NewSession,
     Compact(Option<String>),
     SessionInfo,
@@ -81,6 +86,8 @@ pub enum Action {
 
 pub struct App {
     pub cells: Vec<Cell>,
+    /// The model the agent calls (from the start, then each `model_change`).
+    pub model: Option<llm::Model>,
     /// Inline mode: cells printed into the scrollback whole, and rows printed of the next.
     pub printed: usize,
     pub printed_rows: usize,
@@ -131,6 +138,7 @@ impl App {
     pub fn new(status: Status) -> Self {
         Self {
             cells: Vec::new(),
+            model: None,
             printed: 0,
             printed_rows: 0,
             inline: false,
@@ -310,12 +318,13 @@ impl App {
                 self.clear_transcript();
                 self.load_history(messages);
                 self.push_cell(CellKind::Notice(
-                    "Rewound: the conversation goes on from here; what came after stays in the \
-                     session as another branch (/tree)."
+                    "The conversation goes on from the point chosen; every branch stays in \
+                     the session (/tree shows them)."
                         .into(),
                 ));
             }
             AgentEvent::ModelChange { model } => {
+                self.model = Some(model.clone());
                 self.status.model = crate::status::model_label(model);
                 self.status.context_window = model.context_window;
                 self.push_cell(CellKind::Notice(format!(

@@ -105,8 +105,12 @@ pub fn on_result(
         }
         HistoryUi::Points(points) => {
             if points.is_empty() {
+                // The conversation may have been rewound to its start while checkpoints of
+                // files remain: say what is still possible.
                 app.push_cell(CellKind::Notice(
-                    "Nothing to rewind to yet: no message was sent.".into(),
+                    "No message of yours in this conversation to rewind to. Files the agent \
+                     changed can still be taken back with /undo; /tree shows every branch."
+                        .into(),
                 ));
                 return None;
             }

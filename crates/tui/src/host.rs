@@ -23,8 +23,20 @@ pub type OnOutput = Box<dyn Fn(String) + Send + Sync>;
 
 #[async_trait]
 pub trait Host: Send + Sync + 'static {
-    /// Models for `/model`.
+    /// Models for `/model`: the one the session started with, the registry's, and those of
+    /// the local servers found and saved.
     fn models(&self) -> Vec<Model>;
+    /// `Some` when `model` cannot be called as it is: its provider has no key (and where a key
+    /// would go).
+    fn needs_key(&self, _model: &Model) -> Option<crate::popup::KeyAsk> {
+        None
+    }
+    /// Checks `key` with `model`'s provider (one cheap request), and unless it refuses it,
+    /// saves the key and uses it from now on. `Ok`: what was done; `Err`: what the provider
+    /// answered.
+    async fn add_key(&self, _model: Model, _key: String) -> Result<String, String> {
+        Err("this session cannot store keys".into())
+    }
     /// Starts a new, empty session (the agent is idle); the agent announces it with a
     /// `history_reset` event.
     async fn new_session(&self) -> Result<(), String>;

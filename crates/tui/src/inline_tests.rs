@@ -318,13 +318,13 @@ fn the_cursor_waits_at_the_caret_when_idle_and_above_the_live_region_while_worki
 
 /// A popup listing `n` choices ("choice 1" …).
 pub(crate) fn choices(n: usize) -> crate::popup::Popup {
-    crate::popup::Popup::Choice {
-        kind: crate::app::ChoiceKind::Session,
-        items: (1..=n)
+    crate::popup::Popup::choice(
+        crate::app::ChoiceKind::Session,
+        (1..=n)
             .map(|n| (format!("choice {n}"), String::new()))
             .collect(),
-        selected: 0,
-    }
+        0,
+    )
 }
 
 /// The terminal shows the first and the last of the popup's `n` choices (nothing drawn over

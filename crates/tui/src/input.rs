@@ -76,6 +76,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
         return Vec::new();
     }
     app.dirty = true;
+    if let Some(actions) = typed_into_popup(input, &key) {
+        return actions;
+    }
     if let Some(actions) = answer(app, input, &key) {
         return actions;
     }
@@ -154,12 +157,6 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
         KeyCode::Tab if app.running && !app.editor.is_empty() => follow_up(app, input),
-        KeyCode::Enter | KeyCode::Tab if matches!(input.popup, Some(Popup::Choice { .. })) => {
-            match input.popup.take() {
-                Some(Popup::Choice { kind, selected, .. }) => vec![Action::Chose(kind, selected)],
-                _ => Vec::new(),
-            }
-        }
         KeyCode::Enter => {
             if let Some(popup) = &input.popup {
                 let completes_command = matches!(popup, Popup::Commands { .. });
@@ -211,6 +208,47 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
     }
 }
 
+/// Keys for a choice list (typing filters it, Enter picks) or a key popup (typing and
+/// pasting fill the key, never the editor; Enter sends it to be checked). `None`: the key is
+/// not for such a popup (arrows, Esc, Ctrl keys go on as usual).
+fn typed_into_popup(input: &mut InputState, key: &KeyEvent) -> Option<Vec<Action>> {
+    let popup = input.popup.as_mut()?;
+    popup.typed()?;
+    let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+    match key.code {
+        KeyCode::Char(c) if plain => popup.edit_typed(Some(c)),
+        KeyCode::Backspace => popup.edit_typed(None),
+        KeyCode::Enter | KeyCode::Tab => match popup {
+            Popup::Choice { kind, .. } => {
+                let kind = *kind;
+                // Nothing matching: nothing to pick; the list stays for another filter.
+                let chosen = popup.chosen()?;
+                input.popup = None;
+                return Some(vec![Action::Chose(kind, chosen)]);
+            }
+            Popup::Key {
+                typed,
+                choice,
+                message,
+                ask,
+            } => {
+                let key = typed.trim().to_string();
+                if key.is_empty() {
+                    return Some(Vec::new());
+                }
+                *message = Some(format!("Checking the key with {} …", ask.provider));
+                return Some(vec![Action::CheckKey {
+                    choice: *choice,
+                    key,
+                }]);
+            }
+            _ => return None,
+        },
+        _ => return None,
+    }
+    Some(Vec::new())
+}
+
 /// Keys that answer the question on screen: y, a, n on an empty editor; Enter
 /// with text denies the call and sends the text as steering. Those letters never reach the
 /// editor while a question waits: `a` where no rule is offered says which keys work instead.
@@ -252,9 +290,17 @@ fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<A
     Some(vec![Action::Decide(request.id, decision)])
 }
 
-pub fn on_paste(app: &mut App, text: &str) {
-    app.editor.paste(text);
+/// Pasted text: into a key being entered or a list's filter when one is open, else the
+/// editor.
+pub fn on_paste(app: &mut App, input: &mut InputState, text: &str) {
     app.dirty = true;
+    if let Some(popup) = input.popup.as_mut().filter(|p| p.typed().is_some()) {
+        for c in text.trim().chars().filter(|c| !c.is_control()) {
+            popup.edit_typed(Some(c));
+        }
+        return;
+    }
+    app.editor.paste(text);
 }
 
 pub fn on_mouse(app: &mut App, mouse: MouseEvent) {

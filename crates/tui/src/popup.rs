@@ -15,12 +15,34 @@ pub enum Popup {
         matches: Vec<String>,
         selected: usize,
     },
-    /// A list to pick from: (label, description).
+    /// A list to pick from: (label, description). Typing filters it.
     Choice {
         kind: ChoiceKind,
         items: Vec<(String, String)>,
+        /// Index into `shown`.
         selected: usize,
+        /// What was typed to narrow the list.
+        filter: String,
+        /// The indexes of `items` the filter keeps, best match first.
+        shown: Vec<usize>,
     },
+    /// An API key being typed or pasted for `provider` (never drawn, only its length), before
+    /// switching to the model `/model` offered at `choice`.
+    Key {
+        ask: KeyAsk,
+        choice: usize,
+        typed: String,
+        /// What the last check said (an error), or that one is under way.
+        message: Option<String>,
+    },
+}
+
+/// What the key popup says: whose key, the variable that would hold it, the file it goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAsk {
+    pub provider: String,
+    pub env: String,
+    pub file: String,
 }
 
 impl Popup {
@@ -48,30 +70,129 @@ impl Popup {
         })
     }
 
-    /// The line on the popup's top border: what is being asked, and what Enter does.
-    pub fn title(&self) -> Option<&'static str> {
-        let Popup::Choice { kind, .. } = self else {
-            return None;
+    /// A list to pick from, everything shown, `selected` (an index of `items`) selected.
+    pub fn choice(kind: ChoiceKind, items: Vec<(String, String)>, selected: usize) -> Self {
+        let shown = (0..items.len()).collect();
+        Popup::Choice {
+            kind,
+            selected: selected.min(items.len().saturating_sub(1)),
+            items,
+            filter: String::new(),
+            shown,
+        }
+    }
+
+    /// The index in `items` of the selected choice (`None`: the filter keeps nothing).
+    pub fn chosen(&self) -> Option<usize> {
+        match self {
+            Popup::Choice {
+                shown, selected, ..
+            } => shown.get(*selected).copied(),
+            _ => None,
+        }
+    }
+
+    /// Narrows a choice list to the items matching `filter` (fuzzy, like the `@` picker),
+    /// keeping the selected item selected while it still matches.
+    pub fn set_filter(&mut self, text: String) {
+        let Popup::Choice {
+            items,
+            selected,
+            filter,
+            shown,
+            ..
+        } = self
+        else {
+            return;
         };
-        Some(match kind {
-            ChoiceKind::Model => " Switch to which model? · Enter switches · Esc keeps this one ",
-            ChoiceKind::Thinking => " How much thinking? · Enter sets it ",
-            ChoiceKind::Session => " Resume which session? · Enter opens it ",
-            ChoiceKind::Rule => " Remembered rules · Enter revokes the one selected ",
-            ChoiceKind::Rewind => " Rewind to just before which message? · Enter picks ",
-            ChoiceKind::RewindScope | ChoiceKind::TreeScope => " What to restore? · Enter does it ",
-            ChoiceKind::Tree => " The session tree · Enter goes to the selected node ",
-            ChoiceKind::Conflict => {
-                " Files changed since the agent's checkpoint: restore them anyway? "
+        let before = shown.get(*selected).copied();
+        let query: Vec<char> = text.to_lowercase().chars().collect();
+        let mut scored: Vec<(i64, usize)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (label, what))| {
+                score(&query, label)
+                    .or_else(|| score(&query, &format!("{label} {what}")).map(|s| s - 100))
+                    .map(|s| (s, i))
+            })
+            .collect();
+        // An empty filter keeps the list's own order; otherwise the best match first, the
+        // list's order between equals.
+        if !query.is_empty() {
+            scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
+        *shown = scored.into_iter().map(|(_, i)| i).collect();
+        *selected = before
+            .and_then(|b| shown.iter().position(|&i| i == b))
+            .filter(|_| query.is_empty())
+            .unwrap_or(0);
+        *filter = text;
+    }
+
+    /// What was typed into a choice list or a key popup; `None` for other popups.
+    pub fn typed(&self) -> Option<&str> {
+        match self {
+            Popup::Choice { filter, .. } => Some(filter),
+            Popup::Key { typed, .. } => Some(typed),
+            _ => None,
+        }
+    }
+
+    /// Edits what is typed into a choice list (its filter) or a key popup (the key):
+    /// `Some(c)` adds a character, `None` takes the last one back.
+    pub fn edit_typed(&mut self, c: Option<char>) {
+        match self {
+            Popup::Choice { filter, .. } => {
+                let mut text = filter.clone();
+                match c {
+                    Some(c) => text.push(c),
+                    None => {
+                        text.pop();
+                    }
+                }
+                self.set_filter(text);
             }
-        })
+            Popup::Key { typed, message, .. } => {
+                match c {
+                    Some(c) => typed.push(c),
+                    None => {
+                        typed.pop();
+                    }
+                }
+                *message = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// The line on the popup's top border: what is being asked, and what Enter does.
+    pub fn title(&self) -> Option<String> {
+        match self {
+            Popup::Choice { kind, filter, .. } => {
+                let base = choice_title(*kind);
+                Some(if filter.is_empty() {
+                    base.to_string()
+                } else {
+                    // What was typed, right after the question (the hint to type goes).
+                    let (question, keys) = base.split_once(" · ").unwrap_or((base, ""));
+                    let keys = keys.replace("type to filter · ", "");
+                    format!("{question} · filter: {filter} · {keys}")
+                })
+            }
+            Popup::Key { ask, .. } => Some(format!(
+                " {} needs an API key · paste it, Enter checks and saves it · Esc cancels ",
+                ask.provider
+            )),
+            _ => None,
+        }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Popup::Commands { matches, .. } => matches.len(),
             Popup::Files { matches, .. } => matches.len(),
-            Popup::Choice { items, .. } => items.len(),
+            Popup::Choice { shown, .. } => shown.len(),
+            Popup::Key { .. } => 0,
         }
     }
 
@@ -84,6 +205,7 @@ impl Popup {
             Popup::Commands { selected, .. }
             | Popup::Files { selected, .. }
             | Popup::Choice { selected, .. } => *selected,
+            Popup::Key { .. } => 0,
         }
     }
 
@@ -91,7 +213,10 @@ impl Popup {
         let len = self.len() as isize;
         let (Popup::Commands { selected, .. }
         | Popup::Files { selected, .. }
-        | Popup::Choice { selected, .. }) = self;
+        | Popup::Choice { selected, .. }) = self
+        else {
+            return;
+        };
         *selected = ((*selected as isize + delta).rem_euclid(len.max(1))) as usize;
     }
 
@@ -100,14 +225,17 @@ impl Popup {
         let last = self.len().saturating_sub(1) as isize;
         let (Popup::Commands { selected, .. }
         | Popup::Files { selected, .. }
-        | Popup::Choice { selected, .. }) = self;
+        | Popup::Choice { selected, .. }) = self
+        else {
+            return;
+        };
         *selected = (*selected as isize + delta).clamp(0, last) as usize;
     }
 
     /// The editor text after accepting the selection (a choice leaves it as it is).
     pub fn accept(&self, text: &str) -> String {
         match self {
-            Popup::Choice { .. } => text.to_string(),
+            Popup::Choice { .. } | Popup::Key { .. } => text.to_string(),
             // A space after it: what follows are the arguments.
             Popup::Commands { matches, selected } => format!("{} ", matches[*selected].0),
             Popup::Files { matches, selected } => {
@@ -124,7 +252,63 @@ impl Popup {
             Popup::Files { matches, .. } => {
                 matches.iter().map(|f| (f.clone(), String::new())).collect()
             }
-            Popup::Choice { items, .. } => items.clone(),
+            Popup::Choice {
+                items,
+                shown,
+                filter,
+                ..
+            } => {
+                if shown.is_empty() {
+                    return vec![(
+                        format!("nothing matches “{filter}”"),
+                        "Backspace widens the list".into(),
+                    )];
+                }
+                shown.iter().map(|&i| items[i].clone()).collect()
+            }
+            Popup::Key {
+                ask,
+                typed,
+                message,
+                ..
+            } => {
+                let shown = match typed.chars().count() {
+                    0 => "key: (nothing yet)".to_string(),
+                    n => format!("key: {n} characters (not shown)"),
+                };
+                let mut rows = vec![
+                    (shown, String::new()),
+                    (
+                        format!(
+                            "It is saved in {} (mode 0600); {} in the environment works too.",
+                            ask.file, ask.env
+                        ),
+                        String::new(),
+                    ),
+                ];
+                if let Some(message) = message {
+                    rows.push((message.clone(), String::new()));
+                }
+                rows
+            }
+        }
+    }
+}
+
+/// What a choice list asks, and what Enter does (typing filters every list).
+fn choice_title(kind: ChoiceKind) -> &'static str {
+    match kind {
+        ChoiceKind::Model => {
+            " Switch to which model? · type to filter · Enter switches · Esc keeps this one "
+        }
+        ChoiceKind::Thinking => " How much thinking? · Enter sets it ",
+        ChoiceKind::Session => " Resume which session? · type to filter · Enter opens it ",
+        ChoiceKind::Rule => " Remembered rules · Enter revokes the one selected ",
+        ChoiceKind::Rewind => " Rewind to just before which message? · Enter picks ",
+        ChoiceKind::RewindScope | ChoiceKind::TreeScope => " What to restore? · Enter does it ",
+        ChoiceKind::Tree => " The session tree · Enter goes to the selected node ",
+        ChoiceKind::Conflict => {
+            " Files changed since the agent's checkpoint: restore them anyway? "
         }
     }
 }

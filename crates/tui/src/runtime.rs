@@ -43,7 +43,7 @@ const MAX_FILES: usize = 20_000;
 /// What the TUI needs to know besides the agent.
 pub struct Options {
     pub cwd: PathBuf,
-    pub model: String,
+    pub model: llm::Model,
     pub thinking: Option<ThinkingLevel>,
     pub context_window: u64,
     /// History to show (the end of a resumed session), and how many messages come before it.
@@ -164,6 +164,9 @@ enum Ui {
     /// The whole conversation, for `/redraw`.
     Redraw(Vec<AgentMessage>),
     History(HistoryUi),
+    /// What checking the key for model `choice` of `/model` gave: a notice, or an error to
+    /// show in the key popup.
+    KeyChecked(usize, Result<String, String>),
 }
 
 /// Runs the interactive UI until the user quits or SIGTERM arrives.
@@ -174,12 +177,13 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         Screen::Alternate => Display::Full(Full::new()?),
     };
     let status = Status::new(
-        &options.model,
+        &crate::status::model_label(&options.model),
         options.thinking,
         &options.cwd,
         options.context_window,
     );
     let mut app = App::new(status);
+    app.model = Some(options.model.clone());
     app.inline = options.screen == Screen::Inline;
     app.tool_views = options.tool_views.clone();
     app.status.sandbox = options.sandbox.clone();
@@ -264,7 +268,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                         }
                         None => actions = input::on_key(&mut app, &mut input, key),
                     },
-                    Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &text),
+                    Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &mut input, &text),
                     Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
                     Some(Ok(Event::Resize(width, height))) => {
                         display.resize(width, height)?;
@@ -289,7 +293,9 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                     actions.extend(app.on_event(&event));
                 }
             }
-            Some(message) = ui_rx.recv() => on_ui(&mut app, &mut input, &mut choices, message),
+            Some(message) = ui_rx.recv() => {
+                on_ui(&agent, &mut app, &mut input, &mut choices, message)
+            }
             _ = sleep_until(wake), if wake.is_some() => {
                 app.dirty = true;
                 while let Ok(event) = agent_events.try_recv() {
@@ -436,7 +442,7 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: Ui) {
+fn on_ui(agent: &Agent, app: &mut App, input: &mut InputState, choices: &mut Choices, message: Ui) {
     app.dirty = true;
     match message {
         Ui::Files(files) => input.files = files,
@@ -483,6 +489,31 @@ fn on_ui(app: &mut App, input: &mut InputState, choices: &mut Choices, message: 
                 open_choice_at(app, input, kind, items, selected);
             }
         }
+        Ui::KeyChecked(choice, result) => {
+            // Only for the popup that asked (Esc may have closed it meanwhile: then the key,
+            // saved or not, switches nothing).
+            let asked = matches!(&input.popup, Some(Popup::Key { choice: c, .. }) if *c == choice);
+            match result {
+                Ok(note) => {
+                    app.push_cell(CellKind::Notice(note));
+                    if asked {
+                        input.popup = None;
+                        if let Some(model) = choices.models.get(choice).cloned() {
+                            switch_model(agent, app, input, model);
+                        }
+                    }
+                }
+                Err(error) => match &mut input.popup {
+                    Some(Popup::Key { message, typed, .. }) if asked => {
+                        typed.clear();
+                        *message = Some(error);
+                    }
+                    _ => {
+                        app.push_cell(CellKind::Error(error));
+                    }
+                },
+            }
+        }
     }
 }
 
@@ -505,11 +536,7 @@ fn open_choice_at(
     if items.is_empty() {
         app.push_cell(CellKind::Notice("Nothing to choose from.".into()));
     } else {
-        input.popup = Some(Popup::Choice {
-            kind,
-            selected: selected.min(items.len() - 1),
-            items,
-        });
+        input.popup = Some(Popup::choice(kind, items, selected));
     }
 }
 
@@ -694,36 +721,41 @@ fn perform(
                 let _ = tx.send(Ui::Sessions(host.sessions().await));
             });
         }
-        Action::Choose(kind) => {
-            let items: Vec<(String, String)> = match kind {
-                ChoiceKind::Model => {
-                    choices.models = ctx.host.models();
-                    choices
-                        .models
-                        .iter()
-                        .map(|m| {
-                            let what = format!(
-                                "{} ctx · ${}/${} per M",
-                                crate::status::window(m.context_window),
-                                m.cost.input,
-                                m.cost.output
-                            );
-                            (format!("{}/{}", m.provider, m.id), what)
-                        })
-                        .collect()
-                }
-                _ => thinking_items(),
-            };
-            open_choice(app, input, kind, items);
+        Action::Choose(ChoiceKind::Model) => {
+            choices.models = model_list(app.model.as_ref(), ctx.host.models());
+            let items = choices
+                .models
+                .iter()
+                .enumerate()
+                .map(|(i, m)| model_item(ctx.host.as_ref(), m, i == 0 && app.model.is_some()))
+                .collect();
+            open_choice(app, input, ChoiceKind::Model, items);
         }
+        Action::Choose(kind) => open_choice(app, input, kind, thinking_items()),
         Action::Chose(ChoiceKind::Model, i) => {
             if let Some(model) = choices.models.get(i).cloned() {
-                // The status line and the notice follow the agent's `model_change` event.
-                agent.set_model(model.clone());
-                // A reasoning model: pick its thinking level next.
-                if model.reasoning {
-                    open_choice(app, input, ChoiceKind::Thinking, thinking_items());
+                match ctx.host.needs_key(&model) {
+                    // No key for its provider: ask for one rather than switch to a model
+                    // every request to would fail.
+                    Some(ask) => {
+                        input.popup = Some(Popup::Key {
+                            ask,
+                            choice: i,
+                            typed: String::new(),
+                            message: None,
+                        });
+                    }
+                    None => switch_model(agent, app, input, model),
                 }
+            }
+        }
+        Action::CheckKey { choice, key } => {
+            if let Some(model) = choices.models.get(choice).cloned() {
+                let (host, tx) = (ctx.host.clone(), ui_tx.clone());
+                tokio::spawn(async move {
+                    let result = host.add_key(model, key).await;
+                    let _ = tx.send(Ui::KeyChecked(choice, result));
+                });
             }
         }
         Action::Chose(ChoiceKind::Thinking, i) => {
@@ -785,6 +817,61 @@ fn perform(
         Action::Overlay | Action::ClearScreen | Action::Repaint | Action::Suspend => {}
         Action::Quit => app.should_quit = true,
     }
+}
+
+/// Switches to `model` (the status line and the notice follow the agent's `model_change`
+/// event); a reasoning model's thinking level is picked next.
+fn switch_model(agent: &Agent, app: &mut App, input: &mut InputState, model: llm::Model) {
+    agent.set_model(model.clone());
+    if model.reasoning {
+        open_choice(app, input, ChoiceKind::Thinking, thinking_items());
+    }
+}
+
+/// `/model`'s list: the model in use first, then every other the host offers once.
+fn model_list(current: Option<&llm::Model>, offered: Vec<llm::Model>) -> Vec<llm::Model> {
+    let same = |a: &llm::Model, b: &llm::Model| {
+        a.provider == b.provider && a.id == b.id && a.base_url == b.base_url
+    };
+    let mut list: Vec<llm::Model> = current.into_iter().cloned().collect();
+    for model in offered {
+        if !list.iter().any(|m| same(m, &model)) {
+            list.push(model);
+        }
+    }
+    list
+}
+
+/// One line of `/model`: the model, then what it is (in use, where it runs, its window and
+/// price, whether its provider still needs a key).
+fn model_item(host: &dyn Host, model: &llm::Model, current: bool) -> (String, String) {
+    let mut what = Vec::new();
+    if current {
+        what.push("● in use".to_string());
+    }
+    if llm::is_local_url(&model.base_url) {
+        let place = model
+            .base_url
+            .split("://")
+            .nth(1)
+            .unwrap_or(&model.base_url)
+            .trim_end_matches("/v1");
+        what.push(format!("at {place}"));
+    }
+    what.push(format!(
+        "{} ctx",
+        crate::status::window(model.context_window)
+    ));
+    if model.cost.input > 0.0 || model.cost.output > 0.0 {
+        what.push(format!(
+            "${}/${} per M",
+            model.cost.input, model.cost.output
+        ));
+    }
+    if let Some(ask) = host.needs_key(model) {
+        what.push(format!("needs a key ({})", ask.env));
+    }
+    (format!("{}/{}", model.provider, model.id), what.join(" · "))
 }
 
 fn thinking_items() -> Vec<(String, String)> {

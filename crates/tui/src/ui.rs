@@ -23,6 +23,7 @@ pub struct Bottom {
     question_rows: u16,
     queue: u16,
     editor: u16,
+    width: u16,
 }
 
 impl Bottom {
@@ -42,6 +43,7 @@ impl Bottom {
             queue: app.queue.len().min(MAX_QUEUE_ROWS) as u16,
             // Inside its borders.
             editor: app.editor.height(width.saturating_sub(2)) + 2,
+            width,
         }
     }
 
@@ -55,7 +57,7 @@ impl Bottom {
         input
             .popup
             .as_ref()
-            .map_or(0, |p| popup_height(p).saturating_sub(above))
+            .map_or(0, |p| popup_height(p, self.width).saturating_sub(above))
     }
 }
 
@@ -351,56 +353,88 @@ fn draw_status(buf: &mut Buffer, app: &mut App, area: Rect) {
     Line::styled(text, Style::new().fg(Color::DarkGray)).render(area, buf);
 }
 
-/// Most rows a popup shows; the list scrolls to keep the selection visible.
+/// Most choices a popup shows; the list scrolls to keep the selection visible.
 const POPUP_ROWS: usize = 10;
 
-/// Rows a popup takes, borders included.
-fn popup_height(popup: &crate::popup::Popup) -> u16 {
-    popup.rows().len().min(POPUP_ROWS) as u16 + 2
+/// Most lines one choice wraps to.
+const POPUP_ITEM_LINES: usize = 3;
+
+/// Rows a popup takes on a screen `width` wide, borders included.
+fn popup_height(popup: &crate::popup::Popup, width: u16) -> u16 {
+    popup_lines(popup, popup_width(width)).1.len() as u16 + 2
+}
+
+/// As wide as the editor (a choice's words are what the user decides on), up to a readable
+/// width.
+fn popup_width(editor: u16) -> u16 {
+    editor.min(POPUP_MAX_WIDTH)
+}
+
+/// The title for the top border, and the lines inside a popup `width` wide: the visible
+/// choices, each wrapped (the label first, what it is after it, a long one on up to three
+/// lines, paths broken at `/`). A title too long for the border comes first inside, wrapped,
+/// so what Enter does is never cut off.
+fn popup_lines(popup: &crate::popup::Popup, width: u16) -> (Option<String>, Vec<Line<'static>>) {
+    let first = popup.selected().saturating_sub(POPUP_ROWS - 1);
+    // A key popup selects nothing: its rows say what to do.
+    let selects = !matches!(popup, crate::popup::Popup::Key { .. });
+    let room = usize::from(width.saturating_sub(2));
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut lines = Vec::new();
+    let mut title = popup.title();
+    if let Some(text) = title.take_if(|t| crate::wrap::width(t) > room) {
+        let style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let line = Line::styled(text.trim().to_string(), style);
+        lines.extend(crate::wrap::wrap(&line, room.saturating_sub(1), 1));
+        for line in &mut lines {
+            line.spans.insert(0, Span::raw(" "));
+        }
+    }
+    for (i, (label, what)) in popup
+        .rows()
+        .into_iter()
+        .enumerate()
+        .skip(first)
+        .take(POPUP_ROWS)
+    {
+        let style = if selects && i == popup.selected() {
+            Style::new().fg(Color::Black).bg(Color::Cyan)
+        } else {
+            Style::default()
+        };
+        let mut spans = vec![Span::styled(format!(" {label} "), style)];
+        if !what.is_empty() {
+            spans.push(Span::styled(format!(" {what}"), dim));
+        }
+        let mut wrapped = crate::wrap::wrap(&Line::from(spans), room, 3);
+        if wrapped.len() > POPUP_ITEM_LINES {
+            wrapped.truncate(POPUP_ITEM_LINES);
+            let last = wrapped.pop().unwrap_or_default();
+            let text: String = last.spans.iter().map(|s| s.content.as_ref()).collect();
+            let cut = crate::wrap::truncate(&format!("{text}…"), room);
+            wrapped.push(Line::styled(cut, dim));
+        }
+        lines.extend(wrapped);
+    }
+    (title, lines)
 }
 
 /// Above the editor, not above `top` (the top of what is drawn).
 fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: u16) {
-    let all = popup.rows();
-    let first = popup.selected().saturating_sub(POPUP_ROWS - 1);
-    let rows: Vec<(String, String)> = all.into_iter().skip(first).take(POPUP_ROWS).collect();
-    let height = (rows.len() as u16 + 2).min(editor.y.saturating_sub(top));
+    let width = popup_width(editor.width);
+    let (title, lines) = popup_lines(popup, width);
+    let height = (lines.len() as u16 + 2).min(editor.y.saturating_sub(top));
     if height < 3 {
         return;
     }
-    // As wide as the editor (a choice's words are what the user decides on), up to a
-    // readable width.
-    let width = editor.width.min(POPUP_MAX_WIDTH);
     let area = Rect::new(editor.x, editor.y - height, width, height);
-    let lines: Vec<Line<'static>> = rows
-        .into_iter()
-        .enumerate()
-        .map(|(i, (label, what))| {
-            let style = if first + i == popup.selected() {
-                Style::new().fg(Color::Black).bg(Color::Cyan)
-            } else {
-                Style::default()
-            };
-            // Inside the borders: the label first, what it is in the room left.
-            let room = usize::from(width.saturating_sub(2));
-            let label = crate::wrap::truncate(&format!(" {label} "), room);
-            let left = room.saturating_sub(crate::wrap::width(&label));
-            Line::from(vec![
-                Span::styled(label, style),
-                Span::styled(
-                    crate::wrap::truncate(&format!(" {what}"), left),
-                    Style::new().fg(Color::DarkGray),
-                ),
-            ])
-        })
-        .collect();
     Clear.render(area, buf);
     let mut block = Block::bordered()
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(Color::Cyan));
-    if let Some(title) = popup.title() {
+    if let Some(title) = title {
         block = block.title(Line::styled(
-            crate::wrap::truncate(title, usize::from(width.saturating_sub(2))),
+            title,
             Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
         ));
     }

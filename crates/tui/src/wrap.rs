@@ -266,7 +266,9 @@ fn is_space(g: &str) -> bool {
 /// an empty range.
 fn segments(text: &str, graphemes: &[Grapheme]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    let mut breaks = unicode_linebreak::linebreaks(text).peekable();
+    let mut breaks = unicode_linebreak::linebreaks(text)
+        .filter(|&(at, _)| !inside_path_name(text, at))
+        .peekable();
     let mut start = 0;
     for (i, g) in graphemes.iter().enumerate() {
         // Opportunities inside a grapheme (rare with UAX #14, but possible) are skipped.
@@ -286,6 +288,19 @@ fn segments(text: &str, graphemes: &[Grapheme]) -> Vec<std::ops::Range<usize>> {
         out.push(start..graphemes.len());
     }
     out
+}
+
+/// Whether a break at byte `at` would come after a hyphen inside a path (`~/.coding-agent/…`):
+/// a path breaks at its `/`, never inside one of its names.
+fn inside_path_name(text: &str, at: usize) -> bool {
+    if !text[..at].ends_with('-') {
+        return false;
+    }
+    let start = text[..at].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let end = text[at..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| at + i);
+    text[start..end].contains('/')
 }
 
 /// Greedy line filling.

@@ -27,6 +27,19 @@ fn wraps_at_spaces_with_an_indent() {
 }
 
 #[test]
+fn paths_break_at_a_slash_not_inside_a_name() {
+    let line = Line::from("skills in /home/u/.coding-agent/skills/ are read");
+    let wrapped = plain(&wrap(&line, 27, 0));
+    assert_eq!(
+        wrapped,
+        ["skills in /home/", "u/.coding-agent/skills/ are", "read"]
+    );
+    // Outside a path a hyphen is still a place to break.
+    let line = Line::from("a well-known word");
+    assert_eq!(plain(&wrap(&line, 8, 0)), ["a well-", "known", "word"]);
+}
+
+#[test]
 fn breaks_long_words_hard() {
     let line = Line::from("abcdefghij");
     assert_eq!(plain(&wrap(&line, 4, 0)), ["abcd", "efgh", "ij"]);

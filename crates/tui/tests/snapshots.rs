@@ -356,3 +356,210 @@ fn a_refused_command_shows_what_the_user_needs_once() {
         "{shown}"
     );
 }
+
+/// Every kind of popup, as the runtime fills them, on one screen after another.
+fn every_popup() -> Vec<(&'static str, Popup)> {
+    use tui::app::ChoiceKind;
+    let items = |rows: &[(&str, &str)]| -> Vec<(String, String)> {
+        rows.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    vec![
+        ("commands", Popup::for_text("/c", &[]).unwrap()),
+        (
+            "files",
+            Popup::for_text(
+                "explain @mark",
+                &[
+                    "crates/tui/src/markdown.rs".into(),
+                    "docs/marketing.md".into(),
+                ],
+            )
+            .unwrap(),
+        ),
+        (
+            "model",
+            Popup::choice(
+                ChoiceKind::Model,
+                items(&[
+                    ("llama.cpp/smollm2", "● in use · at 127.0.0.1:8080 · 2k ctx"),
+                    ("ollama/qwen3:8b", "at 127.0.0.1:11434 · 32k ctx"),
+                    (
+                        "openai/gpt-5",
+                        "400k ctx · $1.25/$10 per M · needs a key (OPENAI_API_KEY)",
+                    ),
+                    (
+                        "anthropic/claude-sonnet-4-5",
+                        "200k ctx · $3/$15 per M · needs a key (ANTHROPIC_API_KEY)",
+                    ),
+                ]),
+                0,
+            ),
+        ),
+        (
+            "key",
+            Popup::Key {
+                ask: tui::popup::KeyAsk {
+                    provider: "openai".into(),
+                    env: "OPENAI_API_KEY".into(),
+                    file: "/home/someone/.coding-agent/auth.toml".into(),
+                },
+                choice: 2,
+                typed: "sk-abcdefgh".into(),
+                message: Some(
+                    "openai answered 401: Incorrect API key provided — paste another key, or Esc"
+                        .into(),
+                ),
+            },
+        ),
+        (
+            "thinking",
+            Popup::choice(
+                ChoiceKind::Thinking,
+                items(&[("off", ""), ("low", ""), ("medium", ""), ("high", "")]),
+                2,
+            ),
+        ),
+        (
+            "session",
+            Popup::choice(
+                ChoiceKind::Session,
+                items(&[
+                    (
+                        "2026-12-07 10:42 · 14 messages · fix the flaky parser test",
+                        "",
+                    ),
+                    (
+                        "2026-12-06 18:03 · 3 messages · 2 branches · explain the sandbox",
+                        "",
+                    ),
+                ]),
+                0,
+            ),
+        ),
+        (
+            "rule",
+            Popup::choice(
+                ChoiceKind::Rule,
+                items(&[("cargo test", "revoke"), ("python3 -m unittest", "revoke")]),
+                0,
+            ),
+        ),
+        (
+            "rewind",
+            Popup::choice(
+                ChoiceKind::Rewind,
+                items(&[
+                    (
+                        "now rename the helper and update every caller",
+                        "2 checkpoints after it",
+                    ),
+                    ("add a test for the empty input", "no file changes after it"),
+                ]),
+                0,
+            ),
+        ),
+        (
+            "rewind scope",
+            Popup::choice(
+                ChoiceKind::RewindScope,
+                items(&[
+                    (
+                        "Code and conversation",
+                        "restore the files of 2 checkpoints; go back to before this message",
+                    ),
+                    (
+                        "Conversation only",
+                        "go back to before this message; the files stay as they are",
+                    ),
+                    (
+                        "Code only",
+                        "restore the files of 2 checkpoints; the conversation stays",
+                    ),
+                ]),
+                0,
+            ),
+        ),
+        (
+            "tree",
+            Popup::choice(
+                ChoiceKind::Tree,
+                items(&[
+                    ("• you: add a test for the empty input", "1 checkpoint"),
+                    ("  ○ ai: Added `empty_input_is_rejected`", ""),
+                    (
+                        "  ● you: now rename the helper",
+                        "[rename] · 2 checkpoints · you are here",
+                    ),
+                ]),
+                2,
+            ),
+        ),
+        (
+            "tree scope",
+            Popup::choice(
+                ChoiceKind::TreeScope,
+                items(&[
+                    (
+                        "Go there",
+                        "the conversation goes on from there; the files stay as they are",
+                    ),
+                    (
+                        "Go there with its files",
+                        "and the files the agent changed go back to how they were there",
+                    ),
+                ]),
+                0,
+            ),
+        ),
+        (
+            "conflict",
+            Popup::choice(
+                ChoiceKind::Conflict,
+                items(&[
+                    (
+                        "Restore anyway",
+                        "overwrite the changes made since to src/parser.rs, tests/parse.rs",
+                    ),
+                    (
+                        "Skip those files",
+                        "restore the rest, keep them as they are",
+                    ),
+                    ("Cancel", "change nothing"),
+                ]),
+                2,
+            ),
+        ),
+    ]
+}
+
+fn every_popup_at(width: u16) -> String {
+    let mut out = String::new();
+    for (name, popup) in every_popup() {
+        let mut app = app();
+        let mut input = InputState::default();
+        input.popup = Some(popup);
+        out.push_str(&format!("── {name} ──\n"));
+        // Only the rows above the editor: the rest is the same every time.
+        let drawn = screen(&mut app, &mut input, width, 16);
+        let rows: Vec<&str> = drawn.lines().collect();
+        for row in &rows[..rows.len().saturating_sub(4)] {
+            if !row.trim_matches(|c| c == '"' || c == ' ').is_empty() {
+                out.push_str(row);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_popup_at_60_columns() {
+    insta::assert_snapshot!(every_popup_at(60));
+}
+
+#[test]
+fn every_popup_at_120_columns() {
+    insta::assert_snapshot!(every_popup_at(120));
+}
