@@ -4,9 +4,11 @@
 //!
 //! ```toml
 //! model = "openai/gpt-5"
-//! local_servers = ["http://127.0.0.1:8081"]
+//! local_servers = ["http://127.0.0.1:8081", "http://127.0.0.1:9000"]
 //! [keys]
 //! openai = "sk-…"
+//! [server_models]
+//! "http://127.0.0.1:9000" = "my-model"
 //! ```
 
 use std::collections::BTreeMap;
@@ -26,6 +28,9 @@ pub struct Auth {
     /// Provider name → API key.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
+    /// Server URL → the model the user named for it: a server that does not list its models.
+    #[serde(default)]
+    pub server_models: BTreeMap<String, String>,
 }
 
 impl Auth {
@@ -67,6 +72,12 @@ impl Auth {
         for (provider, key) in &self.keys {
             out.push_str(&format!("{} = {}\n", quote(provider), quote(key)));
         }
+        if !self.server_models.is_empty() {
+            out.push_str("[server_models]\n");
+            for (url, model) in &self.server_models {
+                out.push_str(&format!("{} = {}\n", quote(url), quote(model)));
+            }
+        }
         out
     }
 }
@@ -86,6 +97,8 @@ mod tests {
             ..Auth::default()
         };
         auth.keys.insert("openai".into(), "sk-\"odd\\key".into());
+        auth.server_models
+            .insert("http://127.0.0.1:9000".into(), "my-model".into());
         let path = auth.save(&home).unwrap();
         assert_eq!(Auth::load(&home).unwrap(), auth);
         #[cfg(unix)]

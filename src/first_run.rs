@@ -3,7 +3,7 @@
 //! `auth.toml`, so the next start needs no screen.
 
 use llm::{Registry, local};
-use tui::setup_screen::{Check, SetupChoice, SetupResult, SetupScreen};
+use tui::setup_screen::{Check, CheckResult, KeyCheck, SetupChoice, SetupResult, SetupScreen};
 
 use crate::auth::Auth;
 use crate::local::{Preset, URL_DEADLINE};
@@ -15,6 +15,8 @@ pub enum Outcome {
         provider: String,
         key: String,
         model: String,
+        /// What the provider said of the key, for a notice.
+        checked: String,
     },
     Local(Preset),
 }
@@ -71,12 +73,31 @@ pub async fn run(
         .with_auth_file(crate::auth::Auth::path(home).display().to_string());
     let check: Check = Box::new(|url: String| {
         Box::pin(async move {
-            local::inspect(&url, URL_DEADLINE)
-                .await
-                .map(|server| summary(&server))
+            match local::inspect(&url, URL_DEADLINE).await {
+                Ok(server) => CheckResult::Models(summary(&server)),
+                Err(local::InspectError::NoList(why)) => CheckResult::NoList(why),
+                Err(local::InspectError::Unreachable(why)) => CheckResult::Failed(why),
+            }
         })
     });
-    let result = tui::setup_screen::run(screen, check)
+    // The key is tried with the model the screen will start with.
+    let models: Vec<llm::Model> = registry.models();
+    let check_key: KeyCheck = Box::new(move |provider: String, key: String| {
+        let model = models.iter().find(|m| m.provider == provider).cloned();
+        Box::pin(async move {
+            let Some(model) = model else {
+                return Ok(format!("the key for {provider} was not checked"));
+            };
+            match llm::check_key(&model, &key).await {
+                llm::KeyCheck::Accepted => Ok(format!("{provider} accepted the key")),
+                llm::KeyCheck::Rejected(said) => Err(said),
+                llm::KeyCheck::Unchecked(why) => {
+                    Ok(format!("the key could not be checked ({why})"))
+                }
+            }
+        })
+    });
+    let result = tui::setup_screen::run(screen, check, check_key)
         .await
         .map_err(|e| Fail(format!("terminal error: {e}")))?;
     let mut auth = Auth::load(home).map_err(Fail)?;
@@ -90,21 +111,32 @@ pub async fn run(
             provider,
             model,
             key,
+            checked,
         } => {
             auth.keys.insert(provider.clone(), key.clone());
             auth.model = Some(model.clone());
-            saved(&auth)?;
+            let path = saved(&auth)?;
             Ok(Outcome::Key {
                 provider,
                 key,
                 model,
+                checked: format!("{checked}; saved to {} (mode 0600).", path.display()),
             })
         }
-        SetupResult::Server { url } => {
-            let server = local::inspect(&url, URL_DEADLINE).await.map_err(Fail)?;
+        SetupResult::Server { url, model } => {
+            let server = match &model {
+                // It lists no models: the one named is what it serves.
+                Some(name) => local::named_server(&url, name),
+                None => local::inspect(&url, URL_DEADLINE)
+                    .await
+                    .map_err(|e| Fail(e.to_string()))?,
+            };
             let probe = local::Probe::new(&url, None);
             if !auth.local_servers.contains(&probe.url) {
-                auth.local_servers.push(probe.url);
+                auth.local_servers.push(probe.url.clone());
+            }
+            if let Some(name) = model {
+                auth.server_models.insert(probe.url, name);
             }
             saved(&auth)?;
             Ok(Outcome::Local(crate::local::preset_for(&server)))

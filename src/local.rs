@@ -47,7 +47,7 @@ pub const URL_DEADLINE: Duration = Duration::from_secs(3);
 pub fn probes(auth: &Auth) -> Vec<Probe> {
     let mut probes = local::default_probes();
     for url in &auth.local_servers {
-        let probe = Probe::new(url, None);
+        let probe = Probe::new(url, None).with_model(auth.server_models.get(url).cloned());
         if !probes.iter().any(|p| p.url == probe.url) {
             probes.push(probe);
         }
@@ -108,6 +108,7 @@ async fn base_url(
     }
     if !named {
         let server = local::inspect(url, URL_DEADLINE).await.map_err(|e| {
+            let e = e.to_string();
             Fail(format!(
                 "--base-url without --model: the model is read from the server, and {e}. \
                  Name it: add --model NAME (the name the server knows the model by)"

@@ -121,7 +121,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                     provider,
                     key,
                     model,
+                    checked,
                 } => {
+                    config.notices.push(checked);
                     config.stored_keys.insert(provider, key);
                     config.model = Some(model);
                     None

@@ -69,7 +69,18 @@ fn a_server_url_checked_live_leads_to_a_working_session() {
 
 #[test]
 fn a_pasted_key_is_never_shown_and_is_stored_privately() {
-    let mut session = Session::start_bare(&[], &[]);
+    // The provider, played by the mock: it takes one key, as a hosted one does.
+    let rt = runtime();
+    let provider = rt.block_on(MockServer::start(Script::default())).unwrap();
+    provider.require_key("sk-very-secret-key");
+    let url = provider.url();
+    let mut session = Session::start_bare_with_home(&[], &[], |home| {
+        std::fs::write(
+            home.join("config.toml"),
+            format!("[providers.openai]\nbase_url = \"{url}\"\n"),
+        )
+        .unwrap();
+    });
     session.wait_for("› openai");
     session.send("\r");
     session.wait_for("Paste your openai API key");
@@ -80,12 +91,24 @@ fn a_pasted_key_is_never_shown_and_is_stored_privately() {
         "{}",
         session.contents()
     );
+    // A wrong key first: checked with the provider, refused in its words, asked again.
+    session.send("\x1b[200~sk-wrong-key-1234\x1b[201~");
+    session.send("\r");
+    session.wait_for("openai answered 401: Incorrect API key provided");
+    session.wait_for("key: (nothing yet)");
     session.send("\x1b[200~sk-very-secret-key\x1b[201~");
     session.wait_for("18 characters (not shown)");
     assert!(!session.contents().contains("very-secret"));
     session.send("\r");
-    // The session starts with the default model of that provider; no request is made.
+    // The session starts with the default model of that provider, saying the key was taken;
+    // the only requests were the two checks.
+    session.wait_for("openai accepted the key; saved to");
     session.wait_for("gpt-5");
+    assert_eq!(
+        provider.discovery_requests(),
+        ["GET /v1/models (refused: no valid key)", "GET /v1/models"]
+    );
+    assert!(provider.requests().is_empty());
     assert!(!session.contents().contains("very-secret"));
     let auth = session.home.path().join("auth.toml");
     let stored = std::fs::read_to_string(&auth).unwrap();
@@ -98,6 +121,50 @@ fn a_pasted_key_is_never_shown_and_is_stored_privately() {
         std::fs::metadata(&auth).unwrap().permissions().mode() & 0o777,
         0o600
     );
+}
+
+/// A server that answers but does not list its models (mock-llm without `--emulate`, many
+/// proxies): the screen asks for the model's name instead of ending at the 404, and the next
+/// start finds the server again by that name, with no screen.
+#[test]
+fn a_server_without_a_model_list_is_used_with_the_model_named() {
+    let rt = runtime();
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![Reply::text("First."), Reply::text("Again.")],
+        }))
+        .unwrap();
+    let mut session = Session::start_bare(&[], &[]);
+    session.wait_for("› openai");
+    session.send("\x1b[F");
+    session.send("\r");
+    session.wait_for("url:");
+    session.type_text(&server.origin());
+    session.send("\r");
+    session.wait_for("answered 404");
+    session.wait_for("type the name of the model it serves");
+    session.type_text("my-model");
+    session.send("\r");
+    session.wait_for("local · my-model · 8k ctx");
+    // Its window was not said: assumed, and how to give the real one.
+    session.wait_for("8192 tokens is assumed");
+    session.type_text("hi");
+    session.send("\r");
+    session.wait_for("First.");
+    assert_eq!(server.requests()[0].body["model"], "my-model");
+    let auth = std::fs::read_to_string(session.home.path().join("auth.toml")).unwrap();
+    assert!(auth.contains("[server_models]"), "{auth}");
+    // The next start: straight to the session.
+    let mut again = Session::start_bare_with_home(&[], &[], |home| {
+        std::fs::write(home.join("auth.toml"), &auth).unwrap();
+    });
+    again.wait_for("local · my-model · 8k ctx");
+    assert!(!again.contents().contains("first run"));
+    again.type_text("hi again");
+    again.send("\r");
+    again.wait_for("Again.");
+    session.send("\x04");
+    again.send("\x04");
 }
 
 #[test]

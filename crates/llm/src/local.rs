@@ -67,6 +67,9 @@ pub struct Probe {
     /// The server's origin, e.g. `http://127.0.0.1:11434` (a trailing `/v1` is dropped).
     pub url: String,
     pub kind: Option<LocalKind>,
+    /// The model the user named for a server that does not list its models (the setup
+    /// screen asked): such a server is found when it answers at all.
+    pub model: Option<String>,
 }
 
 impl Probe {
@@ -74,7 +77,14 @@ impl Probe {
         Self {
             url: origin(url),
             kind,
+            model: None,
         }
+    }
+
+    /// A server known by the name of its model.
+    pub fn with_model(mut self, model: Option<String>) -> Self {
+        self.model = model;
+        self
     }
 }
 
@@ -193,28 +203,90 @@ pub async fn detect(probes: &[Probe], deadline: Duration) -> Vec<LocalServer> {
     }
     let client = probe_client(deadline);
     // All start together and each has the deadline: one slow server costs the others nothing.
-    let all =
-        futures_util::future::join_all(probes.iter().map(|probe| {
-            tokio::time::timeout(deadline, identify(&client, &probe.url, probe.kind))
-        }));
+    let all = futures_util::future::join_all(
+        probes
+            .iter()
+            .map(|probe| tokio::time::timeout(deadline, find(&client, probe))),
+    );
     all.await
         .into_iter()
         .filter_map(|found| found.ok()?.ok())
         .collect()
 }
 
+/// The server `probe` looks for; one known by its model's name is found when it answers
+/// anything at all, since it does not list its models.
+async fn find(client: &reqwest::Client, probe: &Probe) -> Result<LocalServer, String> {
+    let found = identify(client, &probe.url, probe.kind).await;
+    let Some(model) = &probe.model else {
+        return found;
+    };
+    if found.is_ok() {
+        return found;
+    }
+    let url = format!("{}/v1/models", probe.url);
+    client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {}", crate::http::error_chain(&e)))?;
+    Ok(named_server(&probe.url, model))
+}
+
+/// A server at `url` that does not list its models, serving `model` (as the user named it).
+pub fn named_server(url: &str, model: &str) -> LocalServer {
+    LocalServer {
+        kind: LocalKind::OpenaiCompatible,
+        url: origin(url),
+        models: vec![LocalModel {
+            id: model.to_string(),
+            context_window: None,
+            max_context: None,
+            loaded: true,
+            tools: None,
+        }],
+    }
+}
+
+/// Why [`inspect`] found no usable server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InspectError {
+    /// Nothing answered (refused, timed out, not a URL).
+    Unreachable(String),
+    /// Something answered, but its model list is missing or empty.
+    NoList(String),
+}
+
+impl std::fmt::Display for InspectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unreachable(e) | Self::NoList(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Whatever server answers at `url` (a URL the user typed), or why none does.
-pub async fn inspect(url: &str, deadline: Duration) -> Result<LocalServer, String> {
-    crate::check_base_url(url).map_err(|e| e.to_string())?;
+pub async fn inspect(url: &str, deadline: Duration) -> Result<LocalServer, InspectError> {
+    crate::check_base_url(url).map_err(|e| InspectError::Unreachable(e.to_string()))?;
     // A URL the user typed may be https, on another machine: verified as usual.
     let client = crate::http::client();
     let url = origin(url);
     match tokio::time::timeout(deadline, identify(&client, &url, None)).await {
-        Ok(Ok(server)) if server.models.is_empty() => {
-            Err(format!("{url} answers but lists no models"))
+        Ok(Ok(server)) if server.models.is_empty() => Err(InspectError::NoList(format!(
+            "{url} answers but lists no models"
+        ))),
+        Ok(Ok(server)) => Ok(server),
+        Ok(Err(error)) => {
+            // Anything that answers HTTP is a server whose model can be named instead.
+            let list = client.get(format!("{url}/v1/models")).send();
+            match tokio::time::timeout(deadline, list).await {
+                Ok(Ok(_)) => Err(InspectError::NoList(error)),
+                _ => Err(InspectError::Unreachable(error)),
+            }
         }
-        Ok(result) => result,
-        Err(_) => Err(format!("{url} did not answer within {deadline:?}")),
+        Err(_) => Err(InspectError::Unreachable(format!(
+            "{url} did not answer within {deadline:?}"
+        ))),
     }
 }
 

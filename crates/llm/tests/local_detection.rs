@@ -186,6 +186,35 @@ async fn a_silent_server_costs_no_more_than_the_deadline() {
     let err = local::inspect(&closed, Duration::from_millis(300))
         .await
         .unwrap_err();
-    assert!(err.contains(&closed), "{err}");
+    assert!(
+        matches!(&err, local::InspectError::Unreachable(e) if e.contains(&closed)),
+        "{err}"
+    );
     hold.abort();
+}
+
+/// A server that answers but lists no models (a proxy, mock-llm without `--emulate`) is told
+/// apart from one that does not answer: the user can name its model, and once named it is
+/// found again at the next start.
+#[tokio::test]
+async fn a_server_without_a_model_list_is_found_by_the_name_given() {
+    let server = MockServer::start(Script::default()).await.unwrap();
+    let err = local::inspect(&server.url(), local::PROBE_DEADLINE)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, local::InspectError::NoList(e) if e.contains("404")),
+        "{err}"
+    );
+    let unnamed = local::Probe::new(&server.origin(), None);
+    assert!(
+        local::detect(std::slice::from_ref(&unnamed), local::PROBE_DEADLINE)
+            .await
+            .is_empty()
+    );
+    let named = unnamed.with_model(Some("my-model".into()));
+    let found = local::detect(&[named], local::PROBE_DEADLINE).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, LocalKind::OpenaiCompatible);
+    assert_eq!(found[0].models[0].id, "my-model");
 }

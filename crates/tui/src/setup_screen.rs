@@ -4,8 +4,10 @@
 //! the host needs to start a working session.
 //!
 //! [`SetupScreen`] is plain state driven by keys ([`SetupScreen::key`]) and drawn by
-//! [`SetupScreen::render`]; [`run`] puts it on the terminal. Checking a URL is the host's job
-//! (this crate knows nothing of HTTP): it is handed in as a function.
+//! [`SetupScreen::render`]; [`run`] puts it on the terminal. Checking a URL or a key is the
+//! host's job (this crate knows nothing of HTTP): it is handed in as functions. A server that
+//! answers but does not list its models gets its model's name asked; a pasted key is checked
+//! with the provider before the screen ends.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,18 +41,36 @@ pub enum SetupResult {
         provider: String,
         model: String,
         key: String,
+        /// What the provider said of the key (accepted, or why it could not be checked).
+        checked: String,
     },
-    /// A URL whose check succeeded.
+    /// A URL whose check succeeded, or that answers and whose model the user named.
     Server {
         url: String,
+        /// The model the user named (the server does not list its models).
+        model: Option<String>,
     },
 }
 
-/// What a URL check found: lines to show (the server and its models).
-pub type CheckResult = Result<Vec<String>, String>;
+/// What a URL check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckResult {
+    /// Lines to show: the server and its models.
+    Models(Vec<String>),
+    /// Something answers there but lists no models: why (its model can be named instead).
+    NoList(String),
+    /// Nothing usable answers: why.
+    Failed(String),
+}
 
 /// Checks a URL the user entered (the host lists the server's models, or says why not).
 pub type Check = Box<dyn Fn(String) -> Pin<Box<dyn Future<Output = CheckResult> + Send>> + Send>;
+
+/// Checks a key with a provider: `(provider, key)`; `Ok`: what it said (the screen ends),
+/// `Err`: why the key was refused (asked again).
+pub type KeyCheck = Box<
+    dyn Fn(String, String) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>> + Send,
+>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -62,6 +82,11 @@ enum Step {
         url: String,
         lines: Vec<String>,
     },
+    /// The URL answers but lists no models: the model's name is typed.
+    Name {
+        url: String,
+        why: String,
+    },
 }
 
 /// What a key asks the driver to do.
@@ -71,6 +96,11 @@ pub enum SetupAction {
     Done(SetupResult),
     /// Check this URL, then call [`SetupScreen::checked`].
     Check(String),
+    /// Check this key with this provider, then call [`SetupScreen::key_checked`].
+    CheckKey {
+        provider: String,
+        key: String,
+    },
 }
 
 pub struct SetupScreen {
@@ -108,7 +138,7 @@ impl SetupScreen {
 
     /// Pasted text (bracketed paste): into the key or URL being typed.
     pub fn paste(&mut self, text: &str) {
-        if matches!(self.step, Step::Key | Step::Url) {
+        if matches!(self.step, Step::Key | Step::Url | Step::Name { .. }) {
             self.input.push_str(text.trim());
         }
     }
@@ -143,7 +173,12 @@ impl SetupScreen {
                 }
                 _ => {}
             },
-            Step::Key | Step::Url => match key.code {
+            Step::Key | Step::Url | Step::Name { .. } => match key.code {
+                KeyCode::Esc if matches!(self.step, Step::Name { .. }) => {
+                    self.step = Step::Url;
+                    self.input.clear();
+                    self.message = None;
+                }
                 KeyCode::Esc => {
                     self.step = Step::Choose;
                     self.input.clear();
@@ -158,7 +193,9 @@ impl SetupScreen {
                 _ => {}
             },
             Step::Found { url, .. } => match key.code {
-                KeyCode::Enter => return SetupAction::Done(SetupResult::Server { url }),
+                KeyCode::Enter => {
+                    return SetupAction::Done(SetupResult::Server { url, model: None });
+                }
                 KeyCode::Esc => {
                     self.step = Step::Url;
                     self.message = None;
@@ -175,13 +212,17 @@ impl SetupScreen {
             return SetupAction::None;
         }
         match (&self.step, self.choices.get(self.selected)) {
-            (Step::Key, Some(SetupChoice::Provider { name, model, .. })) => {
-                SetupAction::Done(SetupResult::Key {
+            (Step::Key, Some(SetupChoice::Provider { name, .. })) => {
+                self.message = Some((format!("Checking the key with {name} …"), false));
+                SetupAction::CheckKey {
                     provider: name.clone(),
-                    model: model.clone(),
                     key: typed,
-                })
+                }
             }
+            (Step::Name { url, .. }, _) => SetupAction::Done(SetupResult::Server {
+                url: url.clone(),
+                model: Some(typed),
+            }),
             (Step::Url, _) => {
                 let url = if typed.contains("://") {
                     typed
@@ -198,11 +239,37 @@ impl SetupScreen {
     /// The result of checking `url`.
     pub fn checked(&mut self, url: String, result: CheckResult) {
         match result {
-            Ok(lines) => {
+            CheckResult::Models(lines) => {
                 self.message = None;
                 self.step = Step::Found { url, lines };
             }
-            Err(error) => self.message = Some((error, true)),
+            CheckResult::NoList(why) => {
+                self.message = None;
+                self.input.clear();
+                self.step = Step::Name { url, why };
+            }
+            CheckResult::Failed(error) => self.message = Some((error, true)),
+        }
+    }
+
+    /// What the provider said of the key typed: the screen ends with it, or asks again.
+    pub fn key_checked(&mut self, result: Result<String, String>) -> SetupAction {
+        let Some(SetupChoice::Provider { name, model, .. }) = self.choices.get(self.selected)
+        else {
+            return SetupAction::None;
+        };
+        match result {
+            Ok(checked) => SetupAction::Done(SetupResult::Key {
+                provider: name.clone(),
+                model: model.clone(),
+                key: std::mem::take(&mut self.input).trim().to_string(),
+                checked,
+            }),
+            Err(refused) => {
+                self.input.clear();
+                self.message = Some((format!("{refused} — paste another key, or Esc"), true));
+                SetupAction::None
+            }
         }
     }
 
@@ -272,6 +339,15 @@ impl SetupScreen {
                 out.push(Line::raw(""));
                 out.push(Line::styled(format!("url: {}", self.input), bold));
             }
+            Step::Name { url, why } => {
+                out.push(Line::styled(format!("{url} answers, but: {why}."), bold));
+                out.push(Line::raw(
+                    "It does not list its models: type the name of the model it serves (the \
+                     one it expects in requests) and press Enter (Esc: another URL).",
+                ));
+                out.push(Line::raw(""));
+                out.push(Line::styled(format!("model: {}", self.input), bold));
+            }
             Step::Found { url, lines } => {
                 out.push(Line::styled(format!("{url} answers:"), bold));
                 out.extend(lines.iter().map(|l| Line::raw(format!("  {l}"))));
@@ -307,7 +383,11 @@ impl SetupScreen {
 }
 
 /// Shows the screen on the terminal until it ends; the terminal is restored afterwards.
-pub async fn run(mut screen: SetupScreen, check: Check) -> std::io::Result<SetupResult> {
+pub async fn run(
+    mut screen: SetupScreen,
+    check: Check,
+    check_key: KeyCheck,
+) -> std::io::Result<SetupResult> {
     let _guard = crate::terminal::enter(crate::Screen::Alternate)?;
     let mut terminal = crate::terminal::fullscreen()?;
     let mut events = crate::terminal_input::TerminalInput::take();
@@ -334,6 +414,13 @@ pub async fn run(mut screen: SetupScreen, check: Check) -> std::io::Result<Setup
                 terminal.draw(|frame| screen.render(frame, frame.area()))?;
                 let result = check(url.clone()).await;
                 screen.checked(url, result);
+            }
+            SetupAction::CheckKey { provider, key } => {
+                terminal.draw(|frame| screen.render(frame, frame.area()))?;
+                let result = check_key(provider, key).await;
+                if let SetupAction::Done(result) = screen.key_checked(result) {
+                    return Ok(result);
+                }
             }
         }
     }
@@ -380,12 +467,30 @@ mod tests {
         let shown = text(&s);
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("14 characters (not shown)"), "{shown}");
+        // Checked with the provider before anything ends: refused, it is asked again.
         assert_eq!(
             press(&mut s, KeyCode::Enter),
+            SetupAction::CheckKey {
+                provider: "openai".into(),
+                key: "sk-secret-123x".into()
+            }
+        );
+        assert_eq!(
+            s.key_checked(Err("openai answered 401: Incorrect API key".into())),
+            SetupAction::None
+        );
+        let shown = text(&s);
+        assert!(shown.contains("answered 401: Incorrect API key"), "{shown}");
+        assert!(shown.contains("key: (nothing yet)"), "{shown}");
+        s.paste("sk-right-456");
+        press(&mut s, KeyCode::Enter);
+        assert_eq!(
+            s.key_checked(Ok("openai accepted the key".into())),
             SetupAction::Done(SetupResult::Key {
                 provider: "openai".into(),
                 model: "openai/gpt-5".into(),
-                key: "sk-secret-123x".into()
+                key: "sk-right-456".into(),
+                checked: "openai accepted the key".into(),
             })
         );
     }
@@ -403,17 +508,52 @@ mod tests {
             press(&mut s, KeyCode::Enter),
             SetupAction::Check(url.clone())
         );
-        s.checked(url.clone(), Err("connection refused".into()));
+        s.checked(
+            url.clone(),
+            CheckResult::Failed("connection refused".into()),
+        );
         assert!(text(&s).contains("connection refused"));
         assert_eq!(
             press(&mut s, KeyCode::Enter),
             SetupAction::Check(url.clone())
         );
-        s.checked(url.clone(), Ok(vec!["llama.cpp · smollm2 · 2k ctx".into()]));
+        s.checked(
+            url.clone(),
+            CheckResult::Models(vec!["llama.cpp · smollm2 · 2k ctx".into()]),
+        );
         assert!(text(&s).contains("smollm2"));
         assert_eq!(
             press(&mut s, KeyCode::Enter),
-            SetupAction::Done(SetupResult::Server { url })
+            SetupAction::Done(SetupResult::Server { url, model: None })
+        );
+    }
+
+    #[test]
+    fn a_server_without_a_model_list_gets_its_model_named() {
+        let mut s = screen();
+        press(&mut s, KeyCode::Down);
+        press(&mut s, KeyCode::Enter);
+        s.paste("http://127.0.0.1:9");
+        let url = "http://127.0.0.1:9".to_string();
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Check(url.clone())
+        );
+        s.checked(
+            url.clone(),
+            CheckResult::NoList("http://127.0.0.1:9/v1/models answered 404".into()),
+        );
+        let shown = text(&s);
+        assert!(shown.contains("answered 404"), "{shown}");
+        assert!(shown.contains("type the name of the model"), "{shown}");
+        s.paste("my-model");
+        assert!(text(&s).contains("model: my-model"));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            SetupAction::Done(SetupResult::Server {
+                url,
+                model: Some("my-model".into())
+            })
         );
     }
 }
