@@ -321,12 +321,44 @@ fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(scre
     session.send("\x1b\r");
     session.wait_for("follow-up: then write docs");
     session.send("\x1b");
-    // The agent, not the UI, decides: the steer starts the next run, the follow-up comes back.
+    // The steer starts the next run (after a moment a second Esc could keep it), the
+    // follow-up comes back.
+    session.wait_for("Interrupted — sending your queued message next");
     session.wait_for("Steered answer.");
     let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
     assert_eq!(last_content(&requests[1].body), "use tabs");
     session.wait_for("│then write docs");
     assert!(!session.contents().contains("follow-up: then write docs"));
+}
+
+/// Esc Esc with a steer queued: the second Esc, within the moment the notice offers, keeps
+/// the message in the editor instead of sending it; Enter then sends it once.
+#[test]
+fn a_second_esc_keeps_the_queued_steer_in_the_editor() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start_with(&server, &[], |_| {});
+    server.push(waiting_tool(&session.flag()));
+    server.push(Reply::text("Sent when I chose."));
+    session.wait_for("Type a message");
+    session.type_text("first task");
+    session.send("\r");
+    session.wait_for("● bash");
+    wait_until_running(&session);
+    session.type_text("use tabs");
+    session.send("\r");
+    session.wait_for("steer: use tabs");
+    session.send("\x1b");
+    session.wait_for("Interrupted — sending your queued message next");
+    session.send("\x1b");
+    session.wait_for("Kept in the editor, not sent");
+    session.wait_for("│use tabs");
+    // Sent now, by the user, once: the second request is this message and no other came.
+    session.send("\r");
+    session.wait_for("Sent when I chose.");
+    let requests = rt.block_on(server.wait_for_requests(2, WAIT)).unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(last_content(&requests[1].body), "use tabs");
 }
 
 #[test]

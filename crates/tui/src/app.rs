@@ -33,6 +33,10 @@ pub enum ChoiceKind {
     Conflict,
 }
 
+/// How long the steering an Esc interrupted waits before it is sent: a second Esc within it
+/// keeps it in the editor.
+pub const RESEND_WINDOW: std::time::Duration = std::time::Duration::from_millis(2000);
+
 /// What the UI asks of the agent or the runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -40,6 +44,9 @@ pub enum Action {
     Steer(String),
     FollowUp(String),
     Abort,
+    /// Stop the run and hand every queued message back (`queue_returned`): Esc with
+    /// steering queued, which the UI sends next itself.
+    AbortHoldingQueue,
     /// Take both queues back (Alt+Up): they come back as a `queue_returned` event.
     TakeQueued,
     /// Answer the question `id` (an approval request).
@@ -117,6 +124,12 @@ pub struct App {
     pub expand_tools: bool,
     pub show_thinking: bool,
     pub abort_requested: bool,
+    /// Esc stopped a run with steering queued: since when the queue is asked back, to be
+    /// held for [`RESEND_WINDOW`] before it starts the next run.
+    pub holding_queue: Option<Instant>,
+    /// The steering messages an Esc took back: sent as the next run when the window ends,
+    /// returned to the editor by a second Esc within it.
+    pub resend: Option<(Instant, Vec<String>)>,
     /// A `!cmd` is running (Esc stops it when the agent is idle).
     pub shell_running: bool,
     /// A compaction is summarising the history.
@@ -158,6 +171,8 @@ impl App {
             expand_tools: false,
             show_thinking: true,
             abort_requested: false,
+            holding_queue: None,
+            resend: None,
             shell_running: false,
             compacting: false,
             retry: None,
@@ -267,7 +282,31 @@ impl App {
             AgentEvent::QueueDelivered { ids, .. } => self.queue.retain(|q| !ids.contains(&q.id)),
             AgentEvent::QueueReturned { messages } => {
                 self.queue.retain(|q| messages.iter().all(|m| m.id != q.id));
+                // Asked back by Esc: the steering is sent next, after a moment in which a
+                // second Esc keeps it (the seeds' rule, made visible).
+                let asked = self
+                    .holding_queue
+                    .take()
+                    .is_some_and(|at| at.elapsed() < RESEND_WINDOW);
+                let (steering, messages): (Vec<_>, Vec<_>) = messages
+                    .iter()
+                    .partition(|m| asked && m.kind == QueueKind::Steer);
+                if !steering.is_empty() {
+                    let texts: Vec<String> = steering.iter().map(|m| m.message.preview()).collect();
+                    let which = if texts.len() == 1 {
+                        "your queued message"
+                    } else {
+                        "your queued messages"
+                    };
+                    self.push_cell(CellKind::Notice(format!(
+                        "Interrupted — sending {which} next (Esc again to keep it in the editor)."
+                    )));
+                    self.resend = Some((Instant::now(), texts));
+                }
                 // Nothing typed is lost: it goes back into the editor, before the draft.
+                if messages.is_empty() {
+                    return Vec::new();
+                }
                 let mut back: Vec<String> = messages.iter().map(|m| m.message.preview()).collect();
                 let draft = self.editor.text();
                 if !draft.is_empty() {

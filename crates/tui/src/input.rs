@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 
 use crate::app::{Action, App};
 use crate::popup::Popup;
+use agent_core::QueueKind;
 
 /// A second Ctrl+C within this time quits.
 const QUIT_WINDOW: Duration = Duration::from_millis(1500);
@@ -26,6 +27,8 @@ pub struct InputState {
     /// A key the question on screen does not take was pressed: which keys it does, for a
     /// moment.
     answer_hint_at: Option<(Instant, String)>,
+    /// Interrupted steering waits to be sent (mirrors `App::resend`, for the hint).
+    pub resend_pending: bool,
 }
 
 impl InputState {
@@ -39,6 +42,8 @@ impl InputState {
     pub fn hint(&self) -> Option<String> {
         if self.quit_hint() {
             Some("Press Ctrl+C again to quit".into())
+        } else if self.resend_pending {
+            Some("Press Esc to keep your queued message in the editor instead".into())
         } else if self.esc_at.is_some_and(|t| t.elapsed() < QUIT_WINDOW) {
             Some("Press Esc again to rewind".into())
         } else {
@@ -128,8 +133,26 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             if input.popup.take().is_some() {
                 return Vec::new();
             }
+            // A second Esc while interrupted steering waits to be sent: it stays with the user.
+            if let Some((_, texts)) = app.resend.take() {
+                let draft = app.editor.text();
+                let mut back = texts;
+                if !draft.is_empty() {
+                    back.push(draft);
+                }
+                app.editor.set_text(&back.join("\n"));
+                app.push_cell(crate::cells::CellKind::Notice(
+                    "Kept in the editor, not sent: Enter sends it.".into(),
+                ));
+                return Vec::new();
+            }
             if app.running || app.compacting {
                 app.abort_requested = app.running;
+                let steering = app.queue.iter().any(|q| q.kind == QueueKind::Steer);
+                if app.running && steering {
+                    app.holding_queue = Some(Instant::now());
+                    return vec![Action::AbortHoldingQueue];
+                }
                 return vec![Action::Abort];
             }
             if app.shell_running {

@@ -242,8 +242,15 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
             typed |= app.dirty;
             last_frame = Instant::now();
         }
+        input.resend_pending = app.resend.is_some();
+        let resend_at = app
+            .resend
+            .as_ref()
+            .map(|(at, _)| *at + crate::app::RESEND_WINDOW);
         let wake = if app.dirty {
             Some(last_frame + if typed { INPUT_FRAME } else { STREAM_FRAME })
+        } else if let Some(at) = resend_at {
+            Some(at)
         } else if app.running || input.hint().is_some() {
             Some(Instant::now() + SPINNER_TICK)
         } else {
@@ -308,6 +315,14 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 // Only wakes the loop: `continued_elsewhere`, at its top, tells whose it was.
                 Signal::Continue => {}
             },
+        }
+        // Interrupted steering nobody took back: it starts the next run now.
+        if resend_at.is_some_and(|at| Instant::now() >= at)
+            && let Some((_, texts)) = app.resend.take()
+        {
+            app.dirty = true;
+            // As steering: idle, it starts a run; a run still winding down gets it queued.
+            actions.push(Action::Steer(texts.join("\n\n")));
         }
         for action in actions {
             if action == Action::ClearScreen {
@@ -594,6 +609,7 @@ fn perform(
             app.push_cell(CellKind::Notice(ctx.host.skills()));
         }
         Action::Abort => agent.abort(),
+        Action::AbortHoldingQueue => agent.stop(),
         Action::Decide(id, decision) => agent.decide(id, decision),
         Action::TakeQueued => {
             let agent = agent.clone();
