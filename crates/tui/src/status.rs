@@ -87,8 +87,9 @@ impl Status {
         out
     }
 
-    /// The segments that fit in `width` columns: whole segments are left out, least useful
-    /// first, rather than a number cut in half; only the model name itself is ever cut.
+    /// The segments that fit in `width` columns. Segments are shortened, then left out
+    /// whole, in [`FIT_STEPS`] order (README, "The status line") rather than a number cut in
+    /// half; only the model name itself is ever cut.
     pub fn line(&self, width: usize) -> String {
         let mut parts = self.parts();
         let joined = |parts: &[(Part, String)]| {
@@ -98,24 +99,92 @@ impl Status {
                 .collect::<Vec<_>>()
                 .join(" · ")
         };
-        // MCP servers still starting (or failed) matter more than the thinking level.
-        for drop in [
-            Part::Place,
-            Part::Tokens,
-            Part::Thinking,
-            Part::Mcp,
-            Part::Cost,
-            Part::Sandbox,
-            Part::Context,
-        ] {
+        for step in FIT_STEPS {
             if joined(&parts).width() <= width {
                 break;
             }
-            parts.retain(|(part, _)| *part != drop);
+            match step {
+                Fit::Shorten(part) => {
+                    for (p, text) in &mut parts {
+                        if p == &part {
+                            *text = self.short(part, text);
+                        }
+                    }
+                }
+                Fit::Drop(part) => parts.retain(|(p, _)| *p != part),
+                Fit::DropSandboxIfConfined => {
+                    if !self.sandbox.contains("none") {
+                        parts.retain(|(p, _)| *p != Part::Sandbox);
+                    }
+                }
+                Fit::DropCostIfFree => {
+                    if self.usage.cost == 0.0 {
+                        parts.retain(|(p, _)| *p != Part::Cost);
+                    }
+                }
+                Fit::DropMcpIfReady => {
+                    let ready = self.mcp.is_none_or(|(ready, enabled)| ready == enabled);
+                    if ready {
+                        parts.retain(|(p, _)| *p != Part::Mcp);
+                    }
+                }
+            }
         }
         crate::wrap::truncate(&joined(&parts), width)
     }
+
+    /// The short form of a segment.
+    fn short(&self, part: Part, text: &str) -> String {
+        match part {
+            // That commands are confined is what counts; `/status` says by what. A line
+            // saying nothing confines them stays whole.
+            Part::Sandbox if !text.contains("none") => "sandboxed".into(),
+            Part::Place => {
+                let name = self.cwd.rsplit('/').find(|s| !s.is_empty()).unwrap_or("/");
+                match &self.branch {
+                    Some(branch) => format!("{name} ({branch})"),
+                    None => name.to_string(),
+                }
+            }
+            Part::Context if self.context_window > 0 => {
+                let percent = self.context_tokens as f64 * 100.0 / self.context_window as f64;
+                format!("ctx {percent:.0}%")
+            }
+            _ => text.to_string(),
+        }
+    }
 }
+
+/// One step of fitting the status line to a narrow terminal.
+#[derive(Debug, Clone, Copy)]
+enum Fit {
+    Shorten(Part),
+    Drop(Part),
+    /// The MCP count, while every server is ready (one still starting or failed stays).
+    DropMcpIfReady,
+    /// The cost, while nothing was spent (a local model).
+    DropCostIfFree,
+    /// What confines commands, unless nothing does (that warning outlasts the token counts).
+    DropSandboxIfConfined,
+}
+
+/// How the status line narrows, first step first: shorter forms, then what matters least. The
+/// token counts and the context share go last: they are what a long session is watched by.
+const FIT_STEPS: [Fit; 13] = [
+    Fit::Shorten(Part::Sandbox),
+    Fit::DropCostIfFree,
+    Fit::Shorten(Part::Place),
+    Fit::Shorten(Part::Context),
+    Fit::DropMcpIfReady,
+    Fit::Drop(Part::Thinking),
+    Fit::Drop(Part::Place),
+    Fit::Drop(Part::Cost),
+    Fit::Drop(Part::Mcp),
+    Fit::DropSandboxIfConfined,
+    Fit::Drop(Part::Tokens),
+    Fit::Drop(Part::Sandbox),
+    Fit::Drop(Part::Context),
+];
 
 /// The status line as last laid out, kept while neither the status nor the width changes:
 /// laying it out again for every streaming frame was a visible share of the frame.
@@ -352,11 +421,63 @@ mod tests {
         };
         let full = status.segments().join(" · ");
         assert_eq!(status.line(200), full);
+        // First what says nothing (a cost of nothing), then shorter forms.
         let narrow = status.line(full.chars().count() - 1);
-        assert!(!narrow.contains("~/src/project"), "{narrow}");
-        assert!(narrow.ends_with("0% of 400k"), "{narrow}");
-        assert_eq!(status.line(16), "gpt-5");
+        assert!(!narrow.contains('$'), "{narrow}");
+        assert!(narrow.contains("· ~/src/project (main) ·"), "{narrow}");
+        let narrower = status.line(narrow.chars().count() - 1);
+        assert!(narrower.contains("· project (main) ·"), "{narrower}");
+        assert!(narrower.ends_with("0% of 400k"), "{narrower}");
+        assert_eq!(status.line(16), "gpt-5 · ctx 0%");
         assert_eq!(status.line(3), "gp…");
+    }
+
+    /// The order README gives, at the widths people use: the token counts stay longest, and
+    /// the directory and branch show whenever there is room for them.
+    #[test]
+    fn the_line_narrows_in_the_documented_order() {
+        let mut status = Status {
+            model: "llama.cpp · smollm2 · 2k ctx".into(),
+            thinking: Some(ThinkingLevel::Off),
+            cwd: "~/src/project".into(),
+            branch: Some("main".into()),
+            sandbox: "sandbox: landlock+seccomp+mountns".into(),
+            context_window: 2_048,
+            ..Status::default()
+        };
+        status.add_usage(&Usage {
+            input: 1_200,
+            output: 300,
+            cost: 0.0,
+            ..Usage::default()
+        });
+        let at = |w: usize| status.line(w);
+        assert_eq!(
+            at(136),
+            "llama.cpp · smollm2 · 2k ctx · thinking off · sandbox: landlock+seccomp+mountns · \
+             ~/src/project (main) · ↑1.2k ↓300 · $0.000 · 73% of 2k"
+        );
+        // Shorter forms and what says nothing (no cost on a free model) go first.
+        assert_eq!(
+            at(100),
+            "llama.cpp · smollm2 · 2k ctx · thinking off · sandboxed · project (main) · \
+             ↑1.2k ↓300 · 73% of 2k"
+        );
+        assert_eq!(
+            at(80),
+            "llama.cpp · smollm2 · 2k ctx · sandboxed · project (main) · ↑1.2k ↓300 · ctx 73%"
+        );
+        assert_eq!(
+            at(60),
+            "llama.cpp · smollm2 · 2k ctx · ↑1.2k ↓300 · ctx 73%"
+        );
+        assert_eq!(at(50), "llama.cpp · smollm2 · 2k ctx · ctx 73%");
+        // Nothing confines commands: that warning outlasts the token counts.
+        status.sandbox = "sandbox: none".into();
+        assert_eq!(
+            status.line(60),
+            "llama.cpp · smollm2 · 2k ctx · sandbox: none · ctx 73%"
+        );
     }
 
     #[test]
