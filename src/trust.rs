@@ -117,22 +117,19 @@ fn ask(root: &Path, wants: &[std::path::PathBuf], state: Trust) -> bool {
         Trust::Changed => "Its .coding-agent/ changed since you trusted it.",
         _ => "You have not run coding-agent here before.",
     };
-    let _ = writeln!(
-        err,
+    let mut text = format!(
         "{} wants to give the agent its own instructions and settings. {why}",
         root.display()
     );
     for path in wants {
-        let _ = writeln!(
-            err,
-            "  {}",
+        text.push_str(&format!(
+            "\n  {}",
             path.strip_prefix(root).unwrap_or(path).display()
-        );
+        ));
     }
-    let _ = write!(
-        err,
-        "Trust this repository (its files can steer the model)? [y/N] "
-    );
+    text.push_str("\nTrust this repository (its files can steer the model)? [y/N] ");
+    // Wrapped here at words (and paths at `/`): the terminal's own wrap splits words.
+    let _ = write!(err, "{}", tui::wrap_for_terminal(&text));
     let _ = err.flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {

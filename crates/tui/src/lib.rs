@@ -33,3 +33,4 @@ pub use commands::builtin_names;
 pub use host::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, TreeRow};
 pub use runtime::{Options, run};
 pub use terminal::Screen;
+pub use wrap::for_terminal as wrap_for_terminal;

@@ -16,6 +16,34 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 /// Tab stops every this many columns (a tab is drawn as the spaces to the next stop).
 pub const TAB_WIDTH: usize = 4;
 
+/// `text` wrapped to the terminal on standard error (80 columns when it is none), for what is
+/// printed before the UI starts (the trust question): a word is never split between rows by
+/// the terminal's own wrap.
+pub fn for_terminal(text: &str) -> String {
+    let width = crossterm::terminal::size()
+        .map(|(cols, _)| usize::from(cols))
+        .unwrap_or(80)
+        .max(20);
+    wrap_text(text, width)
+}
+
+/// Plain `text` wrapped to `width` columns, each row's indent kept on its continuations.
+pub fn wrap_text(text: &str, width: usize) -> String {
+    text.split('\n')
+        .flat_map(|row| {
+            let indent = row.len() - row.trim_start().len();
+            wrap(&Line::raw(row.to_string()), width, indent)
+        })
+        .map(|line| {
+            line.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Wraps `line` to `width` columns at Unicode break opportunities, inside words only when one
 /// is wider than a line. Continuation lines start with `indent` spaces (fewer when the width
 /// leaves no room for text after them).

@@ -40,6 +40,28 @@ fn paths_break_at_a_slash_not_inside_a_name() {
 }
 
 #[test]
+fn text_printed_before_the_ui_breaks_between_words() {
+    let question = "/home/u/src/project wants to give the agent its own instructions and \
+                    settings. You have not run coding-agent here before.\n  AGENTS.md\nTrust \
+                    this repository? [y/N] ";
+    let wrapped = wrap_text(question, 24);
+    let words: Vec<&str> = question.split_whitespace().collect();
+    for row in wrapped.lines() {
+        assert!(crate::wrap::width(row) <= 24, "{row:?}");
+        for word in row.split_whitespace() {
+            // Whole words, or a path or hyphenated word broken after its `/` or `-`.
+            assert!(
+                words.iter().any(|w| *w == word
+                    || (w.contains(word) && (word.ends_with('/') || word.ends_with('-'))
+                        || w.ends_with(word) && w.len() > word.len())),
+                "{word:?} in {wrapped:?}"
+            );
+        }
+    }
+    assert!(wrapped.ends_with("[y/N] "), "{wrapped:?}");
+}
+
+#[test]
 fn breaks_long_words_hard() {
     let line = Line::from("abcdefghij");
     assert_eq!(plain(&wrap(&line, 4, 0)), ["abcd", "efgh", "ij"]);
