@@ -442,7 +442,7 @@ impl App {
             }
             StreamEvent::TextDelta { index, delta } => {
                 if let CellKind::Assistant(cell) = self.block(*index, new_text_cell) {
-                    cell.push(delta);
+                    cell.stream(delta);
                 }
             }
             StreamEvent::ThinkingDelta { index, delta } => {

@@ -31,6 +31,8 @@ pub struct AssistantCell {
     done: usize,
     layout: Option<Layout>,
     tail: Option<Tail>,
+    /// Deltas are arriving: a table row not yet ended is held back.
+    streaming: bool,
 }
 
 enum Segment {
@@ -81,6 +83,12 @@ impl AssistantCell {
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// A delta of a message still streaming.
+    pub fn stream(&mut self, delta: &str) {
+        self.streaming = true;
+        self.push(delta);
     }
 
     pub fn push(&mut self, delta: &str) {
@@ -143,6 +151,10 @@ impl AssistantCell {
 
     /// Replaces the text (the final message may differ from the deltas).
     pub fn set(&mut self, text: &str) {
+        if std::mem::take(&mut self.streaming) {
+            // A row held back shows now.
+            self.tail = None;
+        }
         if text == self.text {
             return;
         }
@@ -265,12 +277,41 @@ impl AssistantCell {
             }
             return lines;
         }
+        let rest = if self.streaming {
+            held_back(rest)
+        } else {
+            rest
+        };
         let mut lines = markdown::render(rest, width);
         if !lines.is_empty() && laid_out.is_some_and(|l| !l.lines.is_empty()) {
             lines.insert(0, Line::default());
         }
         lines
     }
+}
+
+/// The open block without the table rows still arriving: a row not ended yet, and a header
+/// whose delimiter row has not come, would show as raw `| a | b` text until they do.
+fn held_back(rest: &str) -> &str {
+    let is_row = |line: &str| line.trim_start().starts_with('|');
+    let ended = rest.rfind('\n').map_or(0, |i| i + 1);
+    let mut shown = if is_row(&rest[ended..]) {
+        &rest[..ended]
+    } else {
+        rest
+    };
+    // The rows at the end of what is shown: a table once its second row (the delimiter) is
+    // there; a lone first row is held.
+    let rows = shown
+        .trim_end_matches('\n')
+        .rsplit('\n')
+        .take_while(|line| is_row(line))
+        .count();
+    if rows == 1 {
+        let body = shown.trim_end_matches('\n');
+        shown = &shown[..body.rfind('\n').map_or(0, |i| i + 1)];
+    }
+    shown
 }
 
 /// Whether `line` closes a fence of at least `len` `marker` characters.
@@ -329,6 +370,26 @@ mod tests {
                 last = all(&mut streamed, 30);
             }
             assert_eq!(last, markdown::render(TEXT, 30), "chunks of {chunk}");
+        }
+    }
+
+    /// A table as it streams never shows its markdown: a row shows once it ends, the header
+    /// once the delimiter row makes it a table; the end of the message shows the rest.
+    #[test]
+    fn a_table_streaming_shows_no_raw_rows() {
+        for chunk in [1, 2, 5, 9] {
+            let mut cell = AssistantCell::default();
+            for piece in TEXT.as_bytes().chunks(chunk) {
+                cell.stream(std::str::from_utf8(piece).unwrap());
+                let shown = plain(&all(&mut cell, 30)).join("\n");
+                assert!(!shown.contains('|'), "chunks of {chunk}: {shown}");
+            }
+            let ended = TEXT.trim_end_matches('\n');
+            let mut cell = AssistantCell::default();
+            cell.stream(ended);
+            assert!(!plain(&all(&mut cell, 30)).join("\n").contains("│ 1"));
+            cell.set(ended);
+            assert_eq!(all(&mut cell, 30), markdown::render(ended, 30));
         }
     }
 
