@@ -141,6 +141,48 @@ async fn base_url(
     }))
 }
 
+/// A resumed session that ran on a local server goes on there (no registry knows that
+/// server): asked with the patience of a URL the user gave, not the 300 ms of a probe. `None`:
+/// the session's model is not a local server's, or the flags name another.
+pub async fn resumed_server(
+    cli: &Cli,
+    session: &session::LoadedSession,
+) -> Result<Option<Preset>, Fail> {
+    let Some(url) = session.server.as_deref() else {
+        return Ok(None);
+    };
+    if cli.model.is_some() || cli.base_url.is_some() {
+        return Ok(None);
+    }
+    let server = local::inspect(url, URL_DEADLINE).await.map_err(|e| {
+        Fail(format!(
+            "this session ran on {} at {url} (model {}), which does not answer: {e}.\n\
+             Start that server again and resume, or go on with another model: \
+             --base-url URL --model NAME, or --model PROVIDER/MODEL",
+            session.provider, session.model
+        ))
+    })?;
+    let listed = server.models.iter().find(|m| m.id == session.model);
+    let mut preset = match listed {
+        Some(model) => preset(&server, Some(model), false, cli.context_window.is_some()),
+        // It does not list the model (or lists none): the session's, as it was named.
+        None => {
+            let named = local::named_server(url, &session.model);
+            preset(
+                &named,
+                named.preferred(),
+                false,
+                cli.context_window.is_some(),
+            )
+        }
+    };
+    // The session's own names: what it was recorded with.
+    preset.model.provider = session.provider.clone();
+    preset.model.id = session.model.clone();
+    preset.model.base_url = url.to_string();
+    Ok(Some(preset))
+}
+
 /// The server's preferred model, as a preset (the setup screen's choice).
 pub fn preset_for(server: &LocalServer) -> Preset {
     preset(server, server.preferred(), false, false)

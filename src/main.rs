@@ -97,7 +97,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     };
     let resumed = setup::find_resumed(&cli, &home, &cwd)?;
     let registry = setup::registry(&config)?;
-    let preset = match local::choose(&cli, &config, &auth, &registry).await? {
+    // A session that ran on a local server resumes there, whatever keys are set.
+    let resumed_on = match &resumed {
+        Some(session) => local::resumed_server(&cli, &session.loaded).await?,
+        None => None,
+    };
+    let found = match resumed_on {
+        Some(preset) => local::Found::Use(preset),
+        None => local::choose(&cli, &config, &auth, &registry).await?,
+    };
+    let preset = match found {
         local::Found::Use(preset) => Some(preset),
         local::Found::NotNeeded => None,
         // A resumed session names its model.

@@ -408,3 +408,63 @@ async fn an_assumed_window_is_said_to_be_one() {
         text(&out.stderr)
     );
 }
+
+/// A session started on a local server resumes on that server (its URL is in the session),
+/// even with a hosted provider's key set; while the server is down, `--continue` names it and
+/// says what to do instead of "no API key found".
+#[tokio::test]
+async fn a_session_on_a_local_server_continues_on_it_and_says_so_when_it_is_down() {
+    let env = Env::new();
+    let first = MockServer::start(Script {
+        replies: vec![Reply::text("Started here.")],
+    })
+    .await
+    .unwrap();
+    first.emulate(Emulation::LlamaCpp {
+        model: "smollm2".into(),
+        n_ctx: 2_048,
+    });
+    let url = first.url();
+    let port = first.addr().port();
+    let out = output(env.command(None, &["--base-url", &url, "-p", "hi"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    drop(first);
+
+    // Down: the message names the server and the way on.
+    let out = output(env.command(None, &["--continue", "-p", "again"])).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "this session ran on llama.cpp at {url} (model smollm2), which does not answer"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("--base-url URL --model NAME"), "{said}");
+    assert!(!said.contains("no API key"), "{said}");
+
+    // Up again (a slow start is waited for, not taken for absence): it goes on there, though
+    // a hosted provider's key is set.
+    let again = MockServer::start_on(
+        Script {
+            replies: vec![Reply::text("Continued here.")],
+        },
+        port,
+    )
+    .await
+    .unwrap();
+    again.emulate(Emulation::LlamaCpp {
+        model: "smollm2".into(),
+        n_ctx: 2_048,
+    });
+    let mut command = env.command(None, &["--continue", "-p", "again"]);
+    command.env("OPENAI_API_KEY", "sk-not-to-be-used-here");
+    let out = output(command).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Continued here.\n");
+    let request = &again.requests()[0];
+    assert_eq!(request.body["model"], "smollm2");
+    assert!(request.header("authorization").is_none());
+    // The whole conversation went along.
+    assert!(request.body.to_string().contains("Started here."));
+}

@@ -37,6 +37,10 @@ pub struct SessionHeader {
     pub created: String,
     pub provider: String,
     pub model: String,
+    /// The local server the model ran on (its base URL), which no registry knows; `None` for a
+    /// hosted model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     #[serde(default)]
     pub thinking: ThinkingLevel,
 }
@@ -70,6 +74,8 @@ pub enum EntryBody {
     ModelChange {
         provider: String,
         model: String,
+        /// As in the header: the local server's base URL.
+        server: Option<String>,
     },
     ThinkingChange(ThinkingLevel),
     /// The messages before `first_kept_id` were replaced by `summary`.
@@ -108,6 +114,8 @@ enum Wire {
         timestamp: String,
         provider: String,
         model: String,
+        #[serde(default)]
+        server: Option<String>,
     },
     ThinkingChange {
         id: String,
@@ -164,6 +172,8 @@ enum WireRef<'a> {
         timestamp: &'a str,
         provider: &'a str,
         model: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server: Option<&'a str>,
     },
     ThinkingChange {
         id: &'a str,
@@ -243,10 +253,15 @@ impl Entry {
                 timestamp,
                 message,
             },
-            EntryBody::ModelChange { provider, model } => WireRef::ModelChange {
+            EntryBody::ModelChange {
+                provider,
+                model,
+                server,
+            } => WireRef::ModelChange {
                 id,
                 parent_id,
                 timestamp,
+                server: server.as_deref(),
                 provider,
                 model,
             },
@@ -325,11 +340,16 @@ impl Entry {
                 timestamp,
                 provider,
                 model,
+                server,
             } => Self {
                 id,
                 parent_id,
                 timestamp,
-                body: EntryBody::ModelChange { provider, model },
+                body: EntryBody::ModelChange {
+                    provider,
+                    model,
+                    server,
+                },
             },
             Wire::ThinkingChange {
                 id,

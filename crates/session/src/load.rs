@@ -121,6 +121,7 @@ fn empty(path: &Path) -> LoadedSession {
         leaf_id: None,
         provider: String::new(),
         model: String::new(),
+        server: None,
         thinking: ThinkingLevel::Off,
         entries: 0,
         repaired: 0,
@@ -172,6 +173,7 @@ fn scan(
                     session.header = header;
                     session.provider = session.header.provider.clone();
                     session.model = session.header.model.clone();
+                    session.server = session.header.server.clone();
                     session.thinking = session.header.thinking;
                     continue;
                 }
@@ -235,6 +237,7 @@ fn fallback_header(path: &Path) -> SessionHeader {
         created: String::new(),
         provider: String::new(),
         model: String::new(),
+        server: None,
         thinking: ThinkingLevel::Off,
     }
 }
@@ -260,7 +263,12 @@ impl LoadedSession {
             EntryBody::Restore(record) => self.timeline.restored(&record),
             // Both only shape the tree: a branch point's parent is already on the chain.
             EntryBody::Branch | EntryBody::Label { .. } => {}
-            EntryBody::ModelChange { provider, model } => {
+            EntryBody::ModelChange {
+                provider,
+                model,
+                server,
+            } => {
+                self.server = server;
                 self.provider = provider;
                 self.model = model;
             }

@@ -26,6 +26,8 @@ pub struct LoadedSession {
     /// Model and thinking level in effect at the leaf.
     pub provider: String,
     pub model: String,
+    /// The local server the model ran on (its base URL); `None` for a hosted model.
+    pub server: Option<String>,
     pub thinking: ThinkingLevel,
     /// Entries read (the header not counted), on every branch.
     pub entries: usize,

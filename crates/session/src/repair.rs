@@ -183,6 +183,7 @@ pub(crate) fn repair(session: &mut LoadedSession) {
             EntryBody::ModelChange {
                 provider: session.provider.clone(),
                 model: session.model.clone(),
+                server: session.server.clone(),
             },
             &mut session.ids,
         );

@@ -56,27 +56,38 @@ pub struct SessionWriter {
     history_parents: Vec<Option<String>>,
     provider: String,
     model: String,
+    server: Option<String>,
     thinking: ThinkingLevel,
+}
+
+/// The base URL of `model` when it runs on a local server (which no registry knows, so a
+/// resumed session must find it again by it).
+fn server_of(model: &Model) -> Option<String> {
+    llm::is_local_url(&model.base_url).then(|| model.base_url.clone())
 }
 
 impl SessionWriter {
     /// A new session for `cwd`; nothing touches the disk until the first entry.
     pub fn create(home: &Home, cwd: &Path, model: &Model, thinking: ThinkingLevel) -> Self {
-        Self::create_as(home, cwd, &model.provider, &model.id, thinking)
+        Self::create_as(
+            home,
+            cwd,
+            (&model.provider, &model.id, server_of(model)),
+            thinking,
+        )
     }
 
     fn create_as(
         home: &Home,
         cwd: &Path,
-        provider: &str,
-        model: &str,
+        model: (&str, &str, Option<String>),
         thinking: ThinkingLevel,
     ) -> Self {
         let id = random_hex(16);
         let created = rfc3339(now_millis());
         let file_name = format!("{}_{id}.jsonl", created.replace([':', '.'], "-"));
         let path = home.sessions_dir_for(cwd).join(file_name);
-        Self::create_at_as(home, &path, cwd, provider, model, thinking)
+        Self::create_at_as(home, &path, cwd, model, thinking)
     }
 
     /// A new session to be written at `path` (`<time>_<id>.jsonl`: the id is read from the
@@ -88,15 +99,20 @@ impl SessionWriter {
         model: &Model,
         thinking: ThinkingLevel,
     ) -> Self {
-        Self::create_at_as(home, path, cwd, &model.provider, &model.id, thinking)
+        Self::create_at_as(
+            home,
+            path,
+            cwd,
+            (&model.provider, &model.id, server_of(model)),
+            thinking,
+        )
     }
 
     fn create_at_as(
         home: &Home,
         path: &Path,
         cwd: &Path,
-        provider: &str,
-        model: &str,
+        (provider, model, server): (&str, &str, Option<String>),
         thinking: ThinkingLevel,
     ) -> Self {
         let id = path
@@ -115,6 +131,7 @@ impl SessionWriter {
             created: rfc3339(now_millis()),
             provider: provider.to_string(),
             model: model.to_string(),
+            server: server.clone(),
             thinking,
         };
         Self {
@@ -128,6 +145,7 @@ impl SessionWriter {
             history_parents: Vec::new(),
             provider: provider.to_string(),
             model: model.to_string(),
+            server,
             thinking,
         }
     }
@@ -212,6 +230,7 @@ impl SessionWriter {
             history_parents,
             provider: session.provider.clone(),
             model: session.model.clone(),
+            server: session.server.clone(),
             thinking: session.thinking,
         };
         for entry in &session.pending {
@@ -227,8 +246,7 @@ impl SessionWriter {
         let mut writer = Self::create_as(
             home,
             cwd,
-            &session.provider,
-            &session.model,
+            (&session.provider, &session.model, session.server.clone()),
             session.thinking,
         );
         // The checkpoints go along, where they were, so undo works in the fork too.
@@ -401,10 +419,18 @@ impl SessionWriter {
         self.history_ids = loaded.message_ids;
         self.history_parents = loaded.message_parents;
         // The model and thinking level stay what they are now, whatever they were back there.
-        let (provider, model, thinking) =
-            (self.provider.clone(), self.model.clone(), self.thinking);
-        if (loaded.provider.as_str(), loaded.model.as_str()) != (&provider, &model) {
-            self.append(EntryBody::ModelChange { provider, model })?;
+        let (provider, model, server, thinking) = (
+            self.provider.clone(),
+            self.model.clone(),
+            self.server.clone(),
+            self.thinking,
+        );
+        if (&loaded.provider, &loaded.model, &loaded.server) != (&provider, &model, &server) {
+            self.append(EntryBody::ModelChange {
+                provider,
+                model,
+                server,
+            })?;
         }
         if loaded.thinking != thinking {
             self.append(EntryBody::ThinkingChange(thinking))?;
@@ -429,15 +455,18 @@ impl SessionWriter {
 
     /// Records a model switch (nothing when it is the current model).
     pub fn record_model(&mut self, model: &Model) -> io::Result<()> {
-        if model.provider == self.provider && model.id == self.model {
+        let server = server_of(model);
+        if model.provider == self.provider && model.id == self.model && server == self.server {
             return Ok(());
         }
         self.append(EntryBody::ModelChange {
             provider: model.provider.clone(),
             model: model.id.clone(),
+            server: server.clone(),
         })?;
         self.provider = model.provider.clone();
         self.model = model.id.clone();
+        self.server = server;
         Ok(())
     }
 

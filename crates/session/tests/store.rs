@@ -112,6 +112,12 @@ fn every_entry_type_round_trips() {
         EntryBody::ModelChange {
             provider: "p".into(),
             model: "m2".into(),
+            server: None,
+        },
+        EntryBody::ModelChange {
+            provider: "llama.cpp".into(),
+            model: "smollm2".into(),
+            server: Some("http://127.0.0.1:8080/v1".into()),
         },
         EntryBody::ThinkingChange(ThinkingLevel::High),
         EntryBody::Compaction {
