@@ -55,6 +55,8 @@ pub struct Setup {
     pub hook_runs: Vec<agent_core::HookRun>,
     /// The agent's provider: a key the user enters later (`/model`) is added here.
     pub router: Router,
+    /// Tokens every request carries besides the messages (system prompt, tool definitions).
+    pub fixed_tokens: u64,
 }
 
 impl Setup {
@@ -149,6 +151,7 @@ pub async fn build(
         _ => fallback()?,
     };
     if let Some(window) = cli.context_window {
+        llm::local::window_given(&model);
         model.context_window = window;
         model.max_output = model.max_output.min((window / 4).max(256));
     }
@@ -254,10 +257,11 @@ pub async fn build(
             .iter()
             .map(|t| t.name().len() + t.description().len() + t.parameters().to_string().len())
             .sum::<usize>();
+    let fixed_tokens = (fixed_chars as u64).div_ceil(4);
     agent_config.compactor = Some(Arc::new(SessionCompactor {
         provider,
         options: stream_options,
-        fixed_tokens: (fixed_chars as u64).div_ceil(4),
+        fixed_tokens,
         settings: CompactionSettings {
             enabled: config.compaction.enabled.unwrap_or(defaults.enabled),
             reserve_tokens: config
@@ -392,6 +396,7 @@ pub async fn build(
         hook_runs,
         mcp,
         router,
+        fixed_tokens,
     })
 }
 

@@ -131,7 +131,11 @@ fn a_server_without_a_model_list_is_used_with_the_model_named() {
     let rt = runtime();
     let server = rt
         .block_on(MockServer::start(Script {
-            replies: vec![Reply::text("First."), Reply::text("Again.")],
+            // Like llama-cpp-python: no token usage.
+            replies: vec![
+                Reply::text("First.").with_usage(mock_llm::ScriptUsage::default()),
+                Reply::text("Again."),
+            ],
         }))
         .unwrap();
     let mut session = Session::start_bare(&[], &[]);
@@ -145,12 +149,16 @@ fn a_server_without_a_model_list_is_used_with_the_model_named() {
     session.wait_for("type the name of the model it serves");
     session.type_text("my-model");
     session.send("\r");
-    session.wait_for("local · my-model · 8k ctx");
-    // Its window was not said: assumed, and how to give the real one.
+    // Its window was not said: assumed, shown as such, and how to give the real one.
+    session.wait_for("local · my-model · 8k ctx?");
     session.wait_for("8192 tokens is assumed");
+    session.wait_for("· 0% of 8k");
     session.type_text("hi");
     session.send("\r");
     session.wait_for("First.");
+    // No usage came: the gauge is the agent's own estimate, marked `~`.
+    session.wait_for("· ~");
+    assert!(!session.contents().contains("· 0% of 8k"));
     assert_eq!(server.requests()[0].body["model"], "my-model");
     let auth = std::fs::read_to_string(session.home.path().join("auth.toml")).unwrap();
     assert!(auth.contains("[server_models]"), "{auth}");

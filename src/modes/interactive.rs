@@ -53,6 +53,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
     let host = Arc::new(TuiHost {
         local,
         started_with: setup.model.clone(),
+        fixed_tokens: setup.fixed_tokens,
         router: setup.router.clone(),
         safety: safety_status(&setup),
         guard: setup.safety.guard.clone(),
@@ -106,6 +107,8 @@ struct TuiHost {
     started_with: Model,
     /// The agent's provider, shared: a key added here reaches it.
     router: llm::Router,
+    /// System prompt and tool definitions, for the context estimate.
+    fixed_tokens: u64,
     mcp: Option<mcp::McpManager>,
 }
 
@@ -124,6 +127,13 @@ impl Host for TuiHost {
             }
         }
         models
+    }
+
+    fn estimate_context(&self, messages: &[agent_core::AgentMessage]) -> Option<u64> {
+        Some(session::compaction::estimate_context_tokens_with(
+            messages,
+            self.fixed_tokens,
+        ))
     }
 
     fn needs_key(&self, model: &Model) -> Option<tui::popup::KeyAsk> {

@@ -61,6 +61,30 @@ impl LocalKind {
     }
 }
 
+/// The local models (base URL, id) whose window the server did not say, so it was assumed
+/// ([`UNKNOWN_CONTEXT`]). Kept here, where the assumption is made, rather than in every
+/// `Model`: only the status line and `/model` ask ([`window_assumed`]).
+static ASSUMED_WINDOWS: std::sync::Mutex<std::collections::BTreeSet<(String, String)>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Whether `model`'s window was assumed, its server not saying it (and no `--context-window`
+/// replaced it).
+pub fn window_assumed(model: &Model) -> bool {
+    model.context_window == UNKNOWN_CONTEXT
+        && ASSUMED_WINDOWS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(model.base_url.clone(), model.id.clone()))
+}
+
+/// `model`'s window was given (`--context-window`): no longer an assumption.
+pub fn window_given(model: &Model) {
+    ASSUMED_WINDOWS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(model.base_url.clone(), model.id.clone()));
+}
+
 /// A server to look for: where, and what it is expected to be (`None`: find out).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -177,6 +201,12 @@ impl LocalServer {
             LocalKind::Ollama => OLLAMA_DEFAULT_CONTEXT,
             _ => UNKNOWN_CONTEXT,
         });
+        if model.context_window.is_none() && self.kind != LocalKind::Ollama {
+            ASSUMED_WINDOWS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((self.api_base(), model.id.clone()));
+        }
         Model {
             id: model.id.clone(),
             provider: self.kind.name().to_string(),

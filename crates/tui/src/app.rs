@@ -127,6 +127,8 @@ pub struct App {
     /// Esc stopped a run with steering queued: since when the queue is asked back, to be
     /// held for [`RESEND_WINDOW`] before it starts the next run.
     pub holding_queue: Option<Instant>,
+    /// An answer came without token usage: the runtime asks for an estimate of the context.
+    pub wants_estimate: bool,
     /// The steering messages an Esc took back: sent as the next run when the window ends,
     /// returned to the editor by a second Esc within it.
     pub resend: Option<(Instant, Vec<String>)>,
@@ -172,6 +174,7 @@ impl App {
             show_thinking: true,
             abort_requested: false,
             holding_queue: None,
+            wants_estimate: false,
             resend: None,
             shell_running: false,
             compacting: false,
@@ -523,6 +526,13 @@ impl App {
                 }
                 self.blocks.clear();
                 self.status.add_usage(&assistant.usage);
+                let u = assistant.usage;
+                // No usage from the server (llama-cpp-python): the gauge is estimated instead.
+                if u.input + u.output + u.cache_read + u.cache_write == 0
+                    && assistant.stop_reason != StopReason::Aborted
+                {
+                    self.wants_estimate = true;
+                }
                 match assistant.stop_reason {
                     StopReason::Error => {
                         let reason = assistant

@@ -26,6 +26,11 @@ pub trait Host: Send + Sync + 'static {
     /// Models for `/model`: the one the session started with, the registry's, and those of
     /// the local servers found and saved.
     fn models(&self) -> Vec<Model>;
+    /// How full the context of `messages` is, by the agent's own estimate (for a server that
+    /// reports no token usage); `None`: no estimate.
+    fn estimate_context(&self, _messages: &[agent_core::AgentMessage]) -> Option<u64> {
+        None
+    }
     /// `Some` when `model` cannot be called as it is: its provider has no key (and where a key
     /// would go).
     fn needs_key(&self, _model: &Model) -> Option<crate::popup::KeyAsk> {

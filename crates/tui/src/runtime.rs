@@ -164,6 +164,8 @@ enum Ui {
     /// The whole conversation, for `/redraw`.
     Redraw(Vec<AgentMessage>),
     History(HistoryUi),
+    /// The agent's estimate of how full the context is (no usage reported).
+    ContextEstimate(u64),
     /// What checking the key for model `choice` of `/model` gave: a notice, or an error to
     /// show in the key popup.
     KeyChecked(usize, Result<String, String>),
@@ -315,6 +317,16 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 // Only wakes the loop: `continued_elsewhere`, at its top, tells whose it was.
                 Signal::Continue => {}
             },
+        }
+        if std::mem::take(&mut app.wants_estimate) {
+            let (agent, host, tx) = (agent.clone(), host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                if let Ok(snapshot) = agent.snapshot().await
+                    && let Some(tokens) = host.estimate_context(&snapshot.messages)
+                {
+                    let _ = tx.send(Ui::ContextEstimate(tokens));
+                }
+            });
         }
         // Interrupted steering nobody took back: it starts the next run now.
         if resend_at.is_some_and(|at| Instant::now() >= at)
@@ -502,6 +514,13 @@ fn on_ui(agent: &Agent, app: &mut App, input: &mut InputState, choices: &mut Cho
                 history::on_result(app, &mut choices.history, message)
             {
                 open_choice_at(app, input, kind, items, selected);
+            }
+        }
+        Ui::ContextEstimate(tokens) => {
+            // Real usage that came meanwhile wins.
+            if app.status.context_tokens == 0 || app.status.context_estimated {
+                app.status.context_tokens = tokens;
+                app.status.context_estimated = true;
             }
         }
         Ui::KeyChecked(choice, result) => {

@@ -20,6 +20,8 @@ pub struct Status {
     pub context_tokens: u64,
     /// MCP servers `(ready, enabled)`; `None`: none configured, not shown.
     pub mcp: Option<(usize, usize)>,
+    /// `context_tokens` is the agent's own estimate: the server reports no usage.
+    pub context_estimated: bool,
 }
 
 impl Status {
@@ -44,6 +46,7 @@ impl Status {
         let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
         if used > 0 {
             self.context_tokens = used;
+            self.context_estimated = false;
         }
     }
 
@@ -79,9 +82,11 @@ impl Status {
         out.push((Part::Cost, format!("${:.3}", self.usage.cost)));
         if self.context_window > 0 {
             let percent = self.context_tokens as f64 * 100.0 / self.context_window as f64;
+            // An estimate says so: `~`.
+            let about = if self.context_estimated { "~" } else { "" };
             out.push((
                 Part::Context,
-                format!("{percent:.0}% of {}", window(self.context_window)),
+                format!("{about}{percent:.0}% of {}", window(self.context_window)),
             ));
         }
         out
@@ -148,7 +153,8 @@ impl Status {
             }
             Part::Context if self.context_window > 0 => {
                 let percent = self.context_tokens as f64 * 100.0 / self.context_window as f64;
-                format!("ctx {percent:.0}%")
+                let about = if self.context_estimated { "~" } else { "" };
+                format!("ctx {about}{percent:.0}%")
             }
             _ => text.to_string(),
         }
@@ -269,8 +275,14 @@ pub fn model_label(model: &llm::Model) -> String {
     if llm::is_local_url(&model.base_url) {
         // llama.cpp names its model by the file's path: its name is what tells it apart.
         let name = model.id.rsplit('/').next().unwrap_or(&model.id);
+        // A window the server did not say is marked as assumed.
+        let assumed = if llm::local::window_assumed(model) {
+            "?"
+        } else {
+            ""
+        };
         format!(
-            "{} · {name} · {} ctx",
+            "{} · {name} · {} ctx{assumed}",
             model.provider,
             window(model.context_window)
         )
