@@ -137,7 +137,10 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    let screen = Screen::read(pty.master.try_clone_reader().unwrap());
+    let (screen, _keys) = Screen::read(
+        pty.master.try_clone_reader().unwrap(),
+        pty.master.take_writer().unwrap(),
+    );
     screen.wait(Duration::from_secs(120), |c| {
         c.contains(last) && c.contains("Type a message")
     });

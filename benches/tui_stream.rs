@@ -160,13 +160,18 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     let mut child = pty.slave.spawn_command(command).unwrap();
     drop(pty.slave);
     let pid = child.process_id().unwrap();
-    let screen = Screen::read(pty.master.try_clone_reader().unwrap());
-    let mut writer = pty.master.take_writer().unwrap();
+    let (screen, keys) = Screen::read(
+        pty.master.try_clone_reader().unwrap(),
+        pty.master.take_writer().unwrap(),
+    );
     let wait_for = |text: &str| screen.wait(Duration::from_secs(120), |c| c.contains(text));
     wait_for("Type a message");
     let cpu_before = cpu_seconds(pid);
-    writer.write_all(b"go\r").unwrap();
-    writer.flush().unwrap();
+    {
+        let mut keys = keys.lock().unwrap();
+        keys.write_all(b"go\r").unwrap();
+        keys.flush().unwrap();
+    }
     let shown = wait_for("END OF REPLY");
     let last_byte = runtime.block_on(async {
         loop {

@@ -32,6 +32,9 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Where the TUI draws: `inline` (the default) or `alternate`.
     pub screen: Option<ScreenConfig>,
+    /// The colours: `auto` (the default: asks the terminal its background), `dark` or
+    /// `light`. `NO_COLOR` turns colours off whatever this says.
+    pub theme: Option<ThemeConfig>,
     /// `[[hooks]]`: commands run at lifecycle points (the home config's).
     #[serde(default)]
     pub hooks: Vec<extensions::HookConfig>,
@@ -55,6 +58,24 @@ pub struct Config {
     /// variable is not set.
     #[serde(skip)]
     pub stored_keys: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThemeConfig {
+    Auto,
+    Dark,
+    Light,
+}
+
+impl ThemeConfig {
+    pub fn choice(self) -> tui::theme::ThemeChoice {
+        match self {
+            Self::Auto => tui::theme::ThemeChoice::Auto,
+            Self::Dark => tui::theme::ThemeChoice::Dark,
+            Self::Light => tui::theme::ThemeChoice::Light,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -282,6 +303,7 @@ impl Config {
         bash.inherit_keys = other.tools.bash.inherit_keys.or(bash.inherit_keys);
         self.providers.extend(other.providers);
         self.screen = other.screen.or(self.screen);
+        self.theme = other.theme.or(self.theme);
         // A trusted repository may add servers (and replace one of the same name).
         self.mcp_servers.extend(other.mcp_servers);
         self.mcp.tool_budget_percent = other

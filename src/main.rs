@@ -124,6 +124,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                     local::probed_line(&probed)
                 )));
             }
+            tui::theme::init(config.theme.map_or_else(Default::default, |t| t.choice()));
             match first_run::run(&home, &registry, &probed).await? {
                 first_run::Outcome::Quit => return Ok(ExitCode::SUCCESS),
                 first_run::Outcome::Key {
@@ -141,6 +142,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             }
         }
     };
+    let setup_theme = config.theme.map_or_else(Default::default, |t| t.choice());
     let mut setup = setup::build(&cli, &config, cwd, home, resumed, repo.files, preset).await?;
     setup.trust = repo.status;
     // The TUI shows them in the conversation; elsewhere they go to stderr.
@@ -161,6 +163,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                 ));
             }
             let alternate = cli.alt_screen || config.screen == Some(ScreenConfig::Alternate);
+            // Before the UI reads the terminal: the background query's answer comes on it.
+            tui::theme::init(setup_theme);
             let screen = if alternate {
                 tui::Screen::Alternate
             } else {

@@ -731,3 +731,28 @@ fn copy_says_what_it_did_and_no_more() {
     assert!(session.wrote("\x1b]52;c;"), "no OSC 52 was written");
     assert!(!session.contents().contains("Copied"));
 }
+
+/// The colours follow the terminal's background: the dark palette where the terminal says it
+/// is dark (this harness answers the OSC 11 query as a dark terminal does), the light one
+/// where the config says `theme = "light"`, and none at all with `NO_COLOR`.
+#[test]
+fn the_palette_follows_the_background_and_no_color() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    // The status line is dimmed: xterm colour 245 on dark, 243 on light.
+    let dark = Session::start(&server);
+    dark.wait_for("Type a message");
+    assert!(dark.wrote("\x1b[38;5;245m"), "the dark palette");
+    assert!(!dark.wrote("\x1b[38;5;243m"));
+
+    let mut light = Session::start_with_home_config(&server, "theme = \"light\"\n");
+    light.wait_for("Type a message");
+    assert!(light.wrote("\x1b[38;5;243m"), "the light palette");
+    assert!(!light.wrote("\x1b[38;5;245m"));
+    light.send("\x04");
+
+    let plain = Session::start_with_env(&server, &[], &[("NO_COLOR", "1")], |_| {});
+    plain.wait_for("Type a message");
+    assert!(!plain.wrote("\x1b[38;5;"), "no colour at all");
+    assert!(plain.wrote("\x1b[2m"), "dimmed by the attribute instead");
+}

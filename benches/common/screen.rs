@@ -2,7 +2,7 @@
 //! per chunk parsed: polling the screen every millisecond took most of a core from the agent
 //! being measured on a 2-core machine, and its caches with it.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -12,9 +12,18 @@ type State = (Mutex<(vt100::Parser, u64)>, Condvar);
 
 pub struct Screen(Arc<State>);
 
+/// The terminal's keyboard: what is typed into the program (shared with the reader thread,
+/// which answers the program's terminal queries).
+pub type Keys = Arc<Mutex<Box<dyn Write + Send>>>;
+
 impl Screen {
-    /// Parses what `reader` yields into a 120×50 screen, until it ends.
-    pub fn read(mut reader: Box<dyn Read + Send>) -> Self {
+    /// Parses what `reader` yields into a 120×50 screen, until it ends, answering as a
+    /// terminal does the queries a real one answers at once (background colour, device
+    /// attributes) through `writer`: a terminal that never answered would cost the agent its
+    /// detection timeout at every start, which no user's terminal does.
+    pub fn read(mut reader: Box<dyn Read + Send>, writer: Box<dyn Write + Send>) -> (Self, Keys) {
+        let keys: Keys = Arc::new(Mutex::new(writer));
+        let answers = keys.clone();
         let parser = vt100::Parser::new(
             NonZeroU16::new(50).unwrap(),
             NonZeroU16::new(120).unwrap(),
@@ -28,6 +37,19 @@ impl Screen {
                 if n == 0 {
                     break;
                 }
+                let chunk = &buf[..n];
+                let mut replies = Vec::new();
+                if chunk.windows(6).any(|w| w == b"\x1b]11;?") {
+                    replies.extend_from_slice(b"\x1b]11;rgb:0000/0000/0000\x1b\\");
+                }
+                if chunk.windows(3).any(|w| w == b"\x1b[c") {
+                    replies.extend_from_slice(b"\x1b[?62;22c");
+                }
+                if !replies.is_empty() {
+                    let mut answers = answers.lock().unwrap();
+                    let _ = answers.write_all(&replies);
+                    let _ = answers.flush();
+                }
                 let (screen, parsed) = &*shared;
                 let mut screen = screen.lock().unwrap();
                 screen.0.process(&buf[..n]);
@@ -35,7 +57,7 @@ impl Screen {
                 parsed.notify_all();
             }
         });
-        Self(state)
+        (Self(state), keys)
     }
 
     /// When the screen's text first satisfied `done`, checked after each chunk parsed; panics

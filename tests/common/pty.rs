@@ -24,7 +24,9 @@ pub struct Session {
     /// halfway), as a terminal that knows DEC mode 2026 would not show it.
     mid_frame: Arc<AtomicBool>,
     master: Box<dyn portable_pty::MasterPty + Send>,
-    pub writer: Box<dyn Write + Send>,
+    /// Shared with the reader thread, which answers the terminal queries a real terminal
+    /// answers.
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     pub child: Box<dyn portable_pty::Child + Send + Sync>,
     pub dir: tempfile::TempDir,
     /// CODING_AGENT_HOME of the run; kept alive with the session.
@@ -60,6 +62,16 @@ impl Session {
         command.args(["--base-url", &server.url(), "--model", "mock-model"]);
         command.args(args);
         Self::spawn_after(command, (ROWS, COLS), (dir, home), b"", env)
+    }
+
+    /// Against `server`, with `config` as the home's config.toml.
+    pub fn start_with_home_config(server: &MockServer, config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_coding-agent"));
+        command.args(["--base-url", &server.url(), "--model", "mock-model"]);
+        Self::spawn_after(command, (ROWS, COLS), (dir, home), b"", &[])
     }
 
     /// In a terminal of `rows` × `cols`.
@@ -211,7 +223,9 @@ impl Session {
         )));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let mid_frame = Arc::new(AtomicBool::new(false));
+        let writer = Arc::new(Mutex::new(writer));
         let (parser, log, mid) = (screen.clone(), raw.clone(), mid_frame.clone());
+        let answers = writer.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
@@ -222,6 +236,15 @@ impl Session {
                 // The last bytes before this read: a sequence may be split between reads.
                 let from = log.len().saturating_sub(SYNC_BEGIN.len());
                 log.extend_from_slice(&buf[..n]);
+                // Like a terminal: the background colour (OSC 11) and the device attributes
+                // (DA1) queries are answered, so the agent's theme detection finds a dark
+                // terminal at once instead of waiting out its timeout.
+                let replies = terminal_answers(&log[from..], log.len() - n - from);
+                if !replies.is_empty() {
+                    let mut answers = answers.lock().unwrap();
+                    let _ = answers.write_all(&replies);
+                    let _ = answers.flush();
+                }
                 let mut parser = parser.lock().unwrap();
                 parser.process(&buf[..n]);
                 let recent = &log[from..];
@@ -339,8 +362,9 @@ impl Session {
     }
 
     pub fn send(&mut self, bytes: &str) {
-        self.writer.write_all(bytes.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
+        let mut writer = self.writer.lock().unwrap();
+        writer.write_all(bytes.as_bytes()).unwrap();
+        writer.flush().unwrap();
     }
 
     /// Types `text` and waits until the editor shows it, so the next key lands after it.
@@ -382,6 +406,26 @@ impl Drop for Session {
 
 const SYNC_BEGIN: &[u8] = b"\x1b[?2026h";
 const SYNC_END: &[u8] = b"\x1b[?2026l";
+
+/// What a terminal answers to the queries in `bytes` that end after its first `seen` bytes
+/// (those were looked at with the read before): its background colour (OSC 11, a dark one)
+/// and its device attributes (DA1).
+pub fn terminal_answers(bytes: &[u8], seen: usize) -> Vec<u8> {
+    let mut replies = Vec::new();
+    let asked = |query: &[u8]| {
+        bytes
+            .windows(query.len())
+            .enumerate()
+            .any(|(at, w)| w == query && at + query.len() > seen)
+    };
+    if asked(b"\x1b]11;?") {
+        replies.extend_from_slice(b"\x1b]11;rgb:0000/0000/0000\x1b\\");
+    }
+    if asked(b"\x1b[c") {
+        replies.extend_from_slice(b"\x1b[?62;22c");
+    }
+    replies
+}
 
 fn last_index(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).rposition(|w| w == needle)

@@ -3,7 +3,7 @@
 //! scrolls to keep the cursor in sight.
 
 use crossterm::event::KeyEvent;
-use ratatui::style::{Color, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use tui_textarea::{CursorMove, TextArea, WrapMode};
 
@@ -104,7 +104,7 @@ impl Editor {
             return EditorView {
                 lines: vec![Line::from(vec![
                     Span::raw(" "),
-                    Span::styled(hint, Style::new().fg(Color::DarkGray)),
+                    Span::styled(hint, crate::theme::palette().dim),
                 ])],
                 cursor: (0, 0),
             };

@@ -28,9 +28,13 @@ fn assets() -> &'static Assets {
     ASSETS.get_or_init(|| {
         let theme = THEME.get_or_init(|| {
             let mut themes = ThemeSet::load_defaults();
+            // The palette's, made for the terminal's background (`theme`).
+            let name = crate::theme::palette()
+                .syntax
+                .unwrap_or("base16-ocean.dark");
             themes
                 .themes
-                .remove("base16-ocean.dark")
+                .remove(name)
                 .unwrap_or_else(|| themes.themes.into_values().next().unwrap_or_default())
         });
         Assets {
@@ -69,7 +73,8 @@ impl Highlighter {
     /// `None` when the language is unknown (or not given).
     pub fn new(lang: &str) -> Option<Self> {
         let lang = lang.split([',', ' ']).next().unwrap_or_default().trim();
-        if lang.is_empty() {
+        // `NO_COLOR`: code is not coloured.
+        if lang.is_empty() || crate::theme::palette().syntax.is_none() {
             return None;
         }
         let syntax = syntax(lang)?;
@@ -114,7 +119,22 @@ pub fn highlight(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
 
 fn convert(style: syntect::highlighting::Style) -> Style {
     let fg = style.foreground;
-    let mut out = Style::default().fg(Color::Rgb(fg.r, fg.g, fg.b));
+    // The theme's colour, made readable on the terminal's background where it is not (a
+    // theme's comments often are not).
+    // A theme has a few dozen colours: each is worked out once.
+    type Rgb = (u8, u8, u8);
+    static DRAWN: OnceLock<Mutex<HashMap<Rgb, Rgb>>> = OnceLock::new();
+    let theirs = (fg.r, fg.g, fg.b);
+    let (r, g, b) = match crate::theme::palette().background {
+        Some(background) => *DRAWN
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(theirs)
+            .or_insert_with(|| crate::theme::readable(theirs, background, 4.5)),
+        None => theirs,
+    };
+    let mut out = Style::default().fg(Color::Rgb(r, g, b));
     if style.font_style.contains(FontStyle::BOLD) {
         out = out.add_modifier(Modifier::BOLD);
     }

@@ -25,6 +25,7 @@ pub mod setup_screen;
 pub mod status;
 mod terminal;
 mod terminal_input;
+pub mod theme;
 pub mod ui;
 mod words;
 mod wrap;

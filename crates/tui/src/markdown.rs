@@ -1,15 +1,19 @@
 //! Markdown to styled, wrapped lines: a pure function, unit-tested without a terminal.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
 use crate::highlight::Highlighter;
 use crate::wrap::wrap;
 
-const CODE: Style = Style::new().fg(Color::Cyan);
-const DIM: Style = Style::new().fg(Color::DarkGray);
+fn code() -> Style {
+    crate::theme::palette().code
+}
+fn dim() -> Style {
+    crate::theme::palette().dim
+}
 
 /// Renders `text` to lines at most `width` columns wide.
 pub fn render(text: &str, width: u16) -> Vec<Line<'static>> {
@@ -35,14 +39,14 @@ pub fn render(text: &str, width: u16) -> Vec<Line<'static>> {
 
 /// The line above a fenced block naming its language (none for a bare fence).
 pub fn code_header(lang: &str) -> Option<Line<'static>> {
-    (!lang.is_empty()).then(|| Line::styled(format!("  {lang}"), DIM))
+    (!lang.is_empty()).then(|| Line::styled(format!("  {lang}"), dim()))
 }
 
 /// One line of a code block, highlighted when its language is known (plain otherwise).
 pub fn code_body(highlighter: Option<&mut Highlighter>, line: &str) -> Line<'static> {
     let body = highlighter
         .and_then(|h| h.line(line))
-        .unwrap_or_else(|| Line::styled(line.to_string(), CODE));
+        .unwrap_or_else(|| Line::styled(line.to_string(), code()));
     // Tab stops from the code's first column, not the screen's (the code gets a margin).
     crate::wrap::expand_tabs_in(body)
 }
@@ -50,7 +54,7 @@ pub fn code_body(highlighter: Option<&mut Highlighter>, line: &str) -> Line<'sta
 /// A code line indented and wrapped to `width`. Blocks render line by line this way whether
 /// whole or streaming, so both agree.
 pub fn code_wrap(body: &Line<'static>, width: usize) -> Vec<Line<'static>> {
-    let mut spans = vec![Span::styled("  ", DIM)];
+    let mut spans = vec![Span::styled("  ", dim())];
     spans.extend(body.spans.iter().cloned());
     wrap(&Line::from(spans), width.max(8), 2)
 }
@@ -106,7 +110,7 @@ impl Renderer {
     fn prefix(&mut self) -> (Vec<Span<'static>>, usize) {
         let mut spans = Vec::new();
         for _ in 0..self.quote {
-            spans.push(Span::styled("│ ", DIM));
+            spans.push(Span::styled("│ ", dim()));
         }
         let depth = self.lists.len().saturating_sub(1);
         let indent = "  ".repeat(depth);
@@ -148,22 +152,22 @@ impl Renderer {
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag),
             Event::Text(text) => self.push(text.into_string(), Style::default()),
-            Event::Code(code) => self.push(code.into_string(), CODE),
+            Event::Code(text) => self.push(text.into_string(), code()),
             Event::SoftBreak => self.push(" ", Style::default()),
             Event::HardBreak => self.flush(),
             Event::Rule => {
                 self.flush();
                 self.blank();
                 self.lines
-                    .push(Line::styled("─".repeat(self.width.min(40)), DIM));
+                    .push(Line::styled("─".repeat(self.width.min(40)), dim()));
                 self.blank();
             }
-            Event::TaskListMarker(done) => self.push(if done { "[x] " } else { "[ ] " }, DIM),
+            Event::TaskListMarker(done) => self.push(if done { "[x] " } else { "[ ] " }, dim()),
             Event::Html(html) | Event::InlineHtml(html) => {
-                self.push(html.trim_end().to_string(), DIM)
+                self.push(html.trim_end().to_string(), dim())
             }
-            Event::FootnoteReference(name) => self.push(format!("[{name}]"), DIM),
-            Event::InlineMath(m) | Event::DisplayMath(m) => self.push(m.into_string(), CODE),
+            Event::FootnoteReference(name) => self.push(format!("[{name}]"), dim()),
+            Event::InlineMath(m) | Event::DisplayMath(m) => self.push(m.into_string(), code()),
         }
     }
 
@@ -174,11 +178,11 @@ impl Renderer {
                 self.flush();
                 self.blank();
                 let style = match level {
-                    HeadingLevel::H1 => Style::new()
-                        .fg(Color::Magenta)
+                    HeadingLevel::H1 => crate::theme::palette()
+                        .heading
                         .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
                     HeadingLevel::H2 => {
-                        Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)
+                        crate::theme::palette().heading.add_modifier(Modifier::BOLD)
                     }
                     _ => Style::new().add_modifier(Modifier::BOLD),
                 };
@@ -223,8 +227,8 @@ impl Renderer {
                 .push(Style::new().add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
                 self.styles.push(
-                    Style::new()
-                        .fg(Color::Blue)
+                    crate::theme::palette()
+                        .info
                         .add_modifier(Modifier::UNDERLINED),
                 );
                 self.link = Some(dest_url.into_string());
@@ -287,7 +291,7 @@ impl Renderer {
                 if let Some(url) = self.link.take() {
                     let shown: String = self.spans.iter().map(|s| s.content.as_ref()).collect();
                     if !url.is_empty() && !shown.ends_with(&url) {
-                        self.push(format!(" ({url})"), DIM);
+                        self.push(format!(" ({url})"), dim());
                     }
                 }
             }
@@ -340,11 +344,11 @@ impl Renderer {
         }
         let border = |left: &str, mid: &str, right: &str| {
             let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
-            Line::styled(format!("{left}{}{right}", parts.join(mid)), DIM)
+            Line::styled(format!("{left}{}{right}", parts.join(mid)), dim())
         };
         self.lines.push(border("┌", "┬", "┐"));
         for (r, row) in table.rows.iter().enumerate() {
-            let mut spans = vec![Span::styled("│", DIM)];
+            let mut spans = vec![Span::styled("│", dim())];
             for (i, width) in widths.iter().enumerate() {
                 let cell = row.get(i).map(text).unwrap_or_default();
                 let fitted = fit(&cell, *width);
@@ -354,7 +358,7 @@ impl Renderer {
                     Style::default()
                 };
                 spans.push(Span::styled(format!(" {fitted} "), style));
-                spans.push(Span::styled("│", DIM));
+                spans.push(Span::styled("│", dim()));
             }
             self.lines.push(Line::from(spans));
             if r + 1 == table.header_rows {
@@ -418,7 +422,7 @@ mod tests {
         assert!(
             spans
                 .iter()
-                .any(|s| s.content == "c" && s.style.fg == Some(Color::Cyan))
+                .any(|s| s.content == "c" && s.style.fg == crate::theme::palette().code.fg)
         );
     }
 

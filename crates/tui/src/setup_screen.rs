@@ -15,7 +15,7 @@ use std::pin::Pin;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
@@ -276,7 +276,7 @@ impl SetupScreen {
     /// The screen's lines, for drawing and for tests.
     pub fn lines(&self) -> Vec<Line<'static>> {
         let bold = Style::default().add_modifier(Modifier::BOLD);
-        let dim = Style::default().fg(Color::DarkGray);
+        let dim = crate::theme::palette().dim;
         let mut out = vec![
             Line::styled("coding-agent — first run", bold),
             Line::raw(""),
@@ -298,7 +298,7 @@ impl SetupScreen {
                         }
                     };
                     let (marker, style) = if i == self.selected {
-                        ("› ", bold.fg(Color::Cyan))
+                        ("› ", bold.patch(crate::theme::palette().accent))
                     } else {
                         ("  ", Style::default())
                     };
@@ -360,7 +360,7 @@ impl SetupScreen {
         if let Some((message, error)) = &self.message {
             out.push(Line::raw(""));
             let style = if *error {
-                Style::default().fg(Color::Red)
+                crate::theme::palette().error
             } else {
                 dim
             };

@@ -3,7 +3,7 @@
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
@@ -124,7 +124,7 @@ pub fn draw_overlay(frame: &mut Frame<'_>, app: &mut App, input: &mut InputState
     frame.render_widget(
         Paragraph::new(Line::styled(
             " transcript · ↑↓ PgUp PgDn Home End scroll · esc, q or ctrl+o returns",
-            Style::new().fg(Color::Black).bg(Color::Cyan),
+            crate::theme::palette().selected,
         )),
         footer,
     );
@@ -229,7 +229,7 @@ fn draw_transcript(buf: &mut Buffer, app: &mut App, area: Rect, view: View) {
             1,
         );
         Paragraph::new(hint)
-            .style(Style::new().fg(Color::Black).bg(Color::Yellow))
+            .style(crate::theme::palette().banner)
             .render(at, buf);
     }
 }
@@ -239,7 +239,7 @@ fn draw_live_line(buf: &mut Buffer, app: &App, input: &InputState, area: Rect) {
         return;
     }
     let line = if let Some(hint) = input.hint().filter(|_| app.editor.is_empty()) {
-        Line::styled(hint, Style::new().fg(Color::Yellow))
+        Line::styled(hint, crate::theme::palette().warning)
     } else if let Some(started) = app.run_started {
         let elapsed = started.elapsed();
         let frame_index = (elapsed.as_millis() / 80) as usize % SPINNER.len();
@@ -258,15 +258,15 @@ fn draw_live_line(buf: &mut Buffer, app: &App, input: &InputState, area: Rect) {
         let mut spans = vec![
             Span::styled(
                 format!("{} ", SPINNER[frame_index]),
-                Style::new().fg(Color::Cyan),
+                crate::theme::palette().accent,
             ),
             Span::styled(what, Style::new().add_modifier(Modifier::BOLD)),
-            Span::styled(detail, Style::new().fg(Color::DarkGray)),
+            Span::styled(detail, crate::theme::palette().dim),
         ];
         if app.compacting {
             spans.push(Span::styled(
                 " · compacting the context…",
-                Style::new().fg(Color::Yellow),
+                crate::theme::palette().warning,
             ));
         }
         if let Some((what, until)) = &app.retry {
@@ -276,11 +276,14 @@ fn draw_live_line(buf: &mut Buffer, app: &App, input: &InputState, area: Rect) {
                 .ceil();
             spans.push(Span::styled(
                 format!(" · retrying in {left:.0}s {what}"),
-                Style::new().fg(Color::Yellow),
+                crate::theme::palette().warning,
             ));
         }
         if app.abort_requested {
-            spans.push(Span::styled(" · stopping…", Style::new().fg(Color::Yellow)));
+            spans.push(Span::styled(
+                " · stopping…",
+                crate::theme::palette().warning,
+            ));
         }
         Line::from(spans)
     } else {
@@ -299,14 +302,14 @@ fn draw_queue(buf: &mut Buffer, app: &App, area: Rect) {
     let lines: Vec<Line<'static>> = ordered
         .take(MAX_QUEUE_ROWS)
         .map(|q| {
-            let (label, color) = match q.kind {
-                QueueKind::Steer => ("steer: ", Color::Yellow),
-                QueueKind::FollowUp => ("follow-up: ", Color::Blue),
+            let (label, style) = match q.kind {
+                QueueKind::Steer => ("steer: ", crate::theme::palette().warning),
+                QueueKind::FollowUp => ("follow-up: ", crate::theme::palette().info),
             };
             let first = q.text.lines().next().unwrap_or_default();
             let room = usize::from(area.width).saturating_sub(label.len());
             Line::from(vec![
-                Span::styled(label, Style::new().fg(color)),
+                Span::styled(label, style),
                 Span::raw(crate::wrap::truncate(first, room)),
             ])
         })
@@ -315,10 +318,10 @@ fn draw_queue(buf: &mut Buffer, app: &App, area: Rect) {
 }
 
 fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) -> Option<Position> {
-    let color = if app.running {
-        Color::Yellow
+    let border = if app.running {
+        crate::theme::palette().warning
     } else {
-        Color::DarkGray
+        crate::theme::palette().dim
     };
     let title = if app.running {
         " steer (enter) · follow-up (alt+enter) "
@@ -327,8 +330,8 @@ fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) -> Option<Position> 
     };
     let block = Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(color))
-        .title(Span::styled(title, Style::new().fg(Color::DarkGray)));
+        .border_style(border)
+        .title(Span::styled(title, crate::theme::palette().dim));
     let inner = block.inner(area);
     block.render(area, buf);
     if inner.is_empty() {
@@ -350,7 +353,7 @@ fn draw_editor(buf: &mut Buffer, app: &mut App, area: Rect) -> Option<Position> 
 
 fn draw_status(buf: &mut Buffer, app: &mut App, area: Rect) {
     let text = app.status_line.line(&app.status, usize::from(area.width));
-    Line::styled(text, Style::new().fg(Color::DarkGray)).render(area, buf);
+    Line::styled(text, crate::theme::palette().dim).render(area, buf);
 }
 
 /// Most choices a popup shows; the list scrolls to keep the selection visible.
@@ -379,11 +382,11 @@ fn popup_lines(popup: &crate::popup::Popup, width: u16) -> (Option<String>, Vec<
     // A key popup selects nothing: its rows say what to do.
     let selects = !matches!(popup, crate::popup::Popup::Key { .. });
     let room = usize::from(width.saturating_sub(2));
-    let dim = Style::new().fg(Color::DarkGray);
+    let dim = crate::theme::palette().dim;
     let mut lines = Vec::new();
     let mut title = popup.title();
     if let Some(text) = title.take_if(|t| crate::wrap::width(t) > room) {
-        let style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let style = crate::theme::palette().accent.add_modifier(Modifier::BOLD);
         let line = Line::styled(text.trim().to_string(), style);
         lines.extend(crate::wrap::wrap(&line, room.saturating_sub(1), 1));
         for line in &mut lines {
@@ -398,7 +401,7 @@ fn popup_lines(popup: &crate::popup::Popup, width: u16) -> (Option<String>, Vec<
         .take(POPUP_ROWS)
     {
         let style = if selects && i == popup.selected() {
-            Style::new().fg(Color::Black).bg(Color::Cyan)
+            crate::theme::palette().selected
         } else {
             Style::default()
         };
@@ -431,11 +434,11 @@ fn draw_popup(buf: &mut Buffer, popup: &crate::popup::Popup, editor: Rect, top: 
     Clear.render(area, buf);
     let mut block = Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(Color::Cyan));
+        .border_style(crate::theme::palette().accent);
     if let Some(title) = title {
         block = block.title(Line::styled(
             title,
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            crate::theme::palette().accent.add_modifier(Modifier::BOLD),
         ));
     }
     Paragraph::new(lines).block(block).render(area, buf);
@@ -504,6 +507,7 @@ fn one_cell(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::style::Color;
 
     #[test]
     fn renders_lines_as_ratatui_does() {

@@ -4,7 +4,7 @@
 //! answered, a one-line record of the answer stays in the transcript.
 
 use agent_core::{ApprovalDecision, ApprovalRequest};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::tool::diff_lines;
@@ -13,7 +13,9 @@ use crate::wrap::wrap;
 /// Most diff lines shown in the question.
 const DIFF_LINES: usize = 12;
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
+fn dim() -> Style {
+    crate::theme::palette().dim
+}
 
 /// The question as lines `width` columns wide.
 pub fn question_lines(
@@ -21,7 +23,7 @@ pub fn question_lines(
     waiting: usize,
     width: usize,
 ) -> Vec<Line<'static>> {
-    let accent = Style::new().fg(Color::Yellow);
+    let accent = crate::theme::palette().warning;
     let mut out = wrap(
         &Line::from(vec![
             Span::styled("? ", accent.add_modifier(Modifier::BOLD)),
@@ -39,7 +41,7 @@ pub fn question_lines(
     }
     if let Some(why) = &request.justification {
         out.extend(wrap(
-            &Line::styled(format!("  why: {why}"), Style::new().fg(Color::Gray)),
+            &Line::styled(format!("  why: {why}"), crate::theme::palette().detail),
             width,
             4,
         ));
@@ -53,7 +55,7 @@ pub fn question_lines(
                     "     … +{}",
                     crate::words::count(lines.len() - DIFF_LINES, "line")
                 ),
-                DIM,
+                dim(),
             ));
         }
     }
@@ -74,10 +76,10 @@ pub fn question_lines(
     if waiting > 1 {
         keys.push(Span::styled(
             format!(" · {} more waiting", waiting - 1),
-            DIM,
+            dim(),
         ));
     }
-    out.extend(wrap(&Line::from(keys).style(DIM), width, 2));
+    out.extend(wrap(&Line::from(keys).style(dim()), width, 2));
     out
 }
 

@@ -6,7 +6,7 @@ mod assistant;
 mod thinking;
 pub(crate) mod tool;
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 pub use assistant::AssistantCell;
@@ -189,7 +189,7 @@ fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
         CellKind::User(text) => prefixed(
             text,
             "› ",
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            crate::theme::palette().accent.add_modifier(Modifier::BOLD),
             Style::default(),
             width,
         ),
@@ -199,15 +199,15 @@ fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
         CellKind::Notice(text) => prefixed(
             text,
             "· ",
-            Style::new().fg(Color::DarkGray),
-            Style::new().fg(Color::DarkGray),
+            crate::theme::palette().dim,
+            crate::theme::palette().dim,
             width,
         ),
         CellKind::Error(text) => prefixed(
             text,
             "✗ ",
-            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-            Style::new().fg(Color::Red),
+            crate::theme::palette().error.add_modifier(Modifier::BOLD),
+            crate::theme::palette().error,
             width,
         ),
     }

@@ -1,15 +1,16 @@
 //! The model's thinking, built as it streams: each complete line is wrapped once and kept; only
 //! the line still arriving is wrapped again. Hidden (Ctrl+T) it is one line.
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 
 use super::{View, prefixed_line};
 
 const MARKER: &str = "∴ ";
-const STYLE: Style = Style::new()
-    .fg(Color::DarkGray)
-    .add_modifier(Modifier::ITALIC);
+/// Dimmed and italic: the model's working, not its answer.
+fn style() -> Style {
+    crate::theme::palette().dim.add_modifier(Modifier::ITALIC)
+}
 
 #[derive(Default)]
 pub struct ThinkingCell {
@@ -66,7 +67,7 @@ impl ThinkingCell {
                 let words = self.words + self.text[self.complete..].split_whitespace().count();
                 let line = Line::styled(
                     format!("{MARKER}Thought for {words} words (ctrl+t to show)"),
-                    STYLE,
+                    style(),
                 );
                 self.open = Some((view, self.text.len(), vec![line]));
             }
@@ -81,7 +82,7 @@ impl ThinkingCell {
             for line in self.text[laid.1..self.complete].lines() {
                 let first = laid.2.is_empty();
                 laid.2
-                    .extend(prefixed_line(line, first, MARKER, STYLE, STYLE, width));
+                    .extend(prefixed_line(line, first, MARKER, style(), style(), width));
             }
             laid.1 = self.complete;
         }
@@ -93,7 +94,7 @@ impl ThinkingCell {
             let lines = if rest.is_empty() && !first {
                 Vec::new()
             } else {
-                prefixed_line(rest, first, MARKER, STYLE, STYLE, width)
+                prefixed_line(rest, first, MARKER, style(), style(), width)
             };
             self.open = Some((view, self.text.len(), lines));
         }
@@ -126,7 +127,7 @@ mod tests {
         }
         let (stable, open) = streamed.rows(view(true));
         let got: Vec<Line<'static>> = stable.iter().chain(open).cloned().collect();
-        let want = super::super::prefixed(text, MARKER, STYLE, STYLE, 30);
+        let want = super::super::prefixed(text, MARKER, style(), style(), 30);
         assert_eq!(got, want);
     }
 

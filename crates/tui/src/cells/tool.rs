@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agent_core::ToolView;
 use llm::ToolResultMessage;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
@@ -19,7 +19,9 @@ const DIFF_LINES: usize = 20;
 /// Most bytes of streaming arguments parsed for the header.
 const STREAMED_ARGS: usize = 4 * 1024;
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
+fn dim() -> Style {
+    crate::theme::palette().dim
+}
 
 pub struct ToolCell {
     pub id: String,
@@ -82,7 +84,7 @@ impl ToolCell {
             let lead = if i == 0 { "  ⎿ " } else { "    " };
             // The output's tab stops are its own, not the screen's.
             let line = crate::wrap::expand_tabs_in(line);
-            let mut spans = vec![Span::styled(lead, DIM)];
+            let mut spans = vec![Span::styled(lead, dim())];
             spans.extend(line.spans);
             out.extend(wrap(&Line::from(spans).style(line.style), width, 4));
         }
@@ -90,10 +92,11 @@ impl ToolCell {
     }
 
     fn header(&self) -> Line<'static> {
-        let (glyph, color) = match &self.result {
-            None => ("●", Color::Yellow),
-            Some(r) if r.is_error => ("●", Color::Red),
-            Some(_) => ("●", Color::Green),
+        let palette = crate::theme::palette();
+        let (glyph, style) = match &self.result {
+            None => ("●", palette.warning),
+            Some(r) if r.is_error => ("●", palette.error),
+            Some(_) => ("●", palette.success),
         };
         let arg = |k: &str| {
             self.args
@@ -130,10 +133,10 @@ impl ToolCell {
             ToolView::Plain => self.args.to_string(),
         };
         Line::from(vec![
-            Span::styled(format!("{glyph} "), Style::new().fg(color)),
+            Span::styled(format!("{glyph} "), style),
             Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
             Span::raw(" "),
-            Span::styled(detail, Style::new().fg(Color::Gray)),
+            Span::styled(detail, crate::theme::palette().detail),
         ])
     }
 
@@ -156,11 +159,11 @@ impl ToolCell {
                     "… +{} (ctrl+o shows all)",
                     crate::words::count(lines.len() - shown, "line")
                 ),
-                DIM,
+                dim(),
             ));
         }
         let style = match &self.result {
-            Some(r) if r.is_error => Style::new().fg(Color::Red),
+            Some(r) if r.is_error => crate::theme::palette().error,
             _ => Style::default(),
         };
         out.extend(
@@ -176,7 +179,7 @@ impl ToolCell {
             out.push(Line::styled(
                 "The sandbox may have refused this; the model was told what it allows and how \
                  to ask you to run a command outside it.",
-                Style::new().fg(Color::Yellow),
+                crate::theme::palette().warning,
             ));
         }
         if let Some(result) = &self.result {
@@ -193,7 +196,7 @@ impl ToolCell {
             if let Some(d) = self.duration {
                 footer.push_str(&format!(" · {:.1}s", d.as_secs_f64()));
             }
-            out.push(Line::styled(footer, DIM));
+            out.push(Line::styled(footer, dim()));
         }
         out
     }
@@ -207,7 +210,7 @@ impl ToolCell {
             .and_then(|d| d.get("diff"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let mut out = vec![Line::styled(first_line(&result.text()), DIM)];
+        let mut out = vec![Line::styled(first_line(&result.text()), dim())];
         let lines = diff_lines(diff);
         let shown = if expand {
             lines.len()
@@ -221,7 +224,7 @@ impl ToolCell {
                     "… +{} (ctrl+o shows all)",
                     crate::words::count(lines.len() - shown, "line")
                 ),
-                DIM,
+                dim(),
             ));
         }
         out
@@ -242,7 +245,7 @@ impl ToolCell {
             ToolView::List => format!("{} entries", n("entries")),
             ToolView::Shell | ToolView::Diff | ToolView::Plain => first_line(&result.text()),
         };
-        vec![Line::styled(text, DIM)]
+        vec![Line::styled(text, dim())]
     }
 }
 
@@ -288,7 +291,7 @@ fn error_body(result: &ToolResultMessage) -> Vec<Line<'static>> {
         .text()
         .lines()
         .take(8)
-        .map(|l| Line::styled(l.to_string(), Style::new().fg(Color::Red)))
+        .map(|l| Line::styled(l.to_string(), crate::theme::palette().error))
         .collect()
 }
 
@@ -311,18 +314,18 @@ pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
             old = start(parts.next());
             new = start(parts.next());
             if !out.is_empty() {
-                out.push(Line::styled("     ⋮", DIM));
+                out.push(Line::styled("     ⋮", dim()));
             }
             continue;
         }
         let (number, sign, style) = match line.chars().next() {
             Some('+') => {
                 new += 1;
-                (new - 1, "+", Style::new().fg(Color::Green))
+                (new - 1, "+", crate::theme::palette().success)
             }
             Some('-') => {
                 old += 1;
-                (old - 1, "-", Style::new().fg(Color::Red))
+                (old - 1, "-", crate::theme::palette().error)
             }
             Some('\\') => continue,
             _ => {
@@ -332,7 +335,7 @@ pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
             }
         };
         out.push(Line::from(vec![
-            Span::styled(format!("{number:>5} "), DIM),
+            Span::styled(format!("{number:>5} "), dim()),
             Span::styled(
                 // Tab stops from the first column of the file's line, after the sign.
                 format!(
