@@ -23,7 +23,8 @@ fn read(session: &Session, name: &str) -> Option<String> {
 fn undo_asks_about_the_users_edit_and_esc_twice_rewinds() {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start_with(&server, &[], |dir| {
+    // 80×24: the conflict's question and its choices must all be on a small screen.
+    let mut session = Session::start_sized(&server, &[], (24, 80), |dir| {
         std::fs::write(dir.join("notes.txt"), "original\n").unwrap();
         std::fs::write(dir.join("plan.txt"), "plan A\n").unwrap();
     });
