@@ -756,3 +756,39 @@ fn the_palette_follows_the_background_and_no_color() {
     assert!(!plain.wrote("\x1b[38;5;"), "no colour at all");
     assert!(plain.wrote("\x1b[2m"), "dimmed by the attribute instead");
 }
+
+/// On the user's own display `/copy` uses its clipboard tool (here a stand-in `wl-copy` that
+/// keeps what it was given), and says so; over SSH it does not, whatever the display says.
+#[test]
+fn copy_uses_the_local_display_s_clipboard() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let kept = bin.path().join("clipboard.txt");
+    let tool = bin.path().join("wl-copy");
+    std::fs::write(&tool, format!("#!/bin/sh\ncat > '{}'\n", kept.display())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let env = [("WAYLAND_DISPLAY", "wayland-0"), ("PATH", path.as_str())];
+    let mut session = Session::start_with_env(&server, &[], &env, |_| {});
+    server.push(Reply::text("Copy me."));
+    session.wait_for("Type a message");
+    session.type_text("say it");
+    session.send("\r");
+    session.wait_for("Copy me.");
+    session.type_text("/copy");
+    session.send("\r");
+    session.wait_for("Copied 8 characters to the clipboard (wl-copy).");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "Copy me.");
+    assert!(
+        !session.wrote("\x1b]52;c;"),
+        "the terminal was not asked as well"
+    );
+}

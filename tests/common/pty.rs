@@ -196,8 +196,17 @@ impl Session {
         command.env_remove("CODING_AGENT_MODEL");
         command.env_remove("CODING_AGENT_BASE_URL");
         command.env_remove("OLLAMA_HOST");
-        // Whether the developer runs the tests inside tmux must not change what they see.
-        command.env_remove("TMUX");
+        // Whether the developer runs the tests inside tmux, over SSH or on a desktop must not
+        // change what they see (`/copy` would use the desktop's clipboard).
+        for name in [
+            "TMUX",
+            "DISPLAY",
+            "WAYLAND_DISPLAY",
+            "SSH_CONNECTION",
+            "SSH_TTY",
+        ] {
+            command.env_remove(name);
+        }
         if !super::something_confines() && command.get_env(super::SANDBOX_FOR_TESTS.0).is_none() {
             command.env(super::SANDBOX_FOR_TESTS.0, super::SANDBOX_FOR_TESTS.1);
         }

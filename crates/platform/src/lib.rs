@@ -1,6 +1,8 @@
 //! What differs by operating system, in one place. Every other crate of the workspace is
 //! written once for every system and calls this one where the systems differ.
 //!
+//! - [`clipboard`]: the clipboard of the display the agent runs on (`pbcopy`, `clip.exe`,
+//!   `wl-copy`, `xclip`).
 //! - [`fs`]: private directories and files (0700 and 0600 on Unix; on Windows the per-user
 //!   ACL a file inherits in the user's profile), files replaced whole or not at all, advisory
 //!   locks, special files (FIFOs, devices), executable bits, symbolic links, paths as bytes.
@@ -18,6 +20,7 @@
 //! The modules above are shared; what each system does is in `unix/` or `windows/`, the only
 //! places that name `libc` or `windows-sys`. [`SYSTEM`] names the system for messages.
 
+pub mod clipboard;
 pub mod fs;
 pub mod ids;
 pub mod process;

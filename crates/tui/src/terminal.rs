@@ -222,16 +222,20 @@ pub fn hold_panics() -> HookGuard {
     }
 }
 
-/// Sends `text` to the clipboard through the terminal (OSC 52, which also works over SSH) and,
-/// inside tmux, into tmux's paste buffer too. Returns what was done, in words that do not
-/// claim more than that: no terminal says whether it took an OSC 52.
+/// Puts `text` on the clipboard of the display the agent runs on when it has one (its own
+/// tool says whether it took it); else sends it through the terminal (OSC 52, which also
+/// works over SSH) and, inside tmux, into tmux's paste buffer too. Returns what was done, in
+/// words that do not claim more than that: no terminal says whether it took an OSC 52.
 pub fn copy_to_clipboard(text: &str) -> std::io::Result<String> {
     use base64::Engine;
+    let count = crate::words::count(text.chars().count(), "character");
+    if let Ok(tool) = platform::clipboard::copy(text) {
+        return Ok(format!("Copied {count} to the clipboard ({tool})."));
+    }
     let encoded = base64::engine::general_purpose::STANDARD.encode(text);
     let mut stdout = std::io::stdout();
     write!(stdout, "\x1b]52;c;{encoded}\x07")?;
     stdout.flush()?;
-    let count = crate::words::count(text.chars().count(), "character");
     if std::env::var_os("TMUX").is_none() {
         return Ok(format!(
             "Sent {count} to the terminal's clipboard (OSC 52); a terminal without OSC 52 \
