@@ -142,8 +142,11 @@ async fn base_url(
 }
 
 /// A resumed session that ran on a local server goes on there (no registry knows that
-/// server): asked with the patience of a URL the user gave, not the 300 ms of a probe. `None`:
-/// the session's model is not a local server's, or the flags name another.
+/// server): asked with the patience of a URL the user gave, not the 300 ms of a probe. A
+/// server that does not answer is still the session's: it resumes with the model as recorded
+/// and a notice naming the server and the ways on (the history can be read, `/model` can
+/// switch; a request fails with the connection's error). `None`: the session's model is not a
+/// local server's, or the flags name another.
 pub async fn resumed_server(
     cli: &Cli,
     session: &session::LoadedSession,
@@ -154,14 +157,22 @@ pub async fn resumed_server(
     if cli.model.is_some() || cli.base_url.is_some() {
         return Ok(None);
     }
-    let server = local::inspect(url, URL_DEADLINE).await.map_err(|e| {
-        Fail(format!(
-            "this session ran on {} at {url} (model {}), which does not answer: {e}.\n\
-             Start that server again and resume, or go on with another model: \
-             --base-url URL --model NAME, or --model PROVIDER/MODEL",
-            session.provider, session.model
-        ))
-    })?;
+    let server = match local::inspect(url, URL_DEADLINE).await {
+        Ok(server) => server,
+        Err(e) => {
+            let named = local::named_server(url, &session.model);
+            let mut preset = preset(&named, named.preferred(), false, true);
+            preset.model.provider = session.provider.clone();
+            preset.model.base_url = url.to_string();
+            preset.notices = vec![format!(
+                "This session ran on {} at {url} (model {}), which does not answer: {e}. \
+                 Start that server again, or go on with another model (/model, or \
+                 --base-url URL --model NAME, or --model PROVIDER/MODEL).",
+                session.provider, session.model
+            )];
+            return Ok(Some(preset));
+        }
+    };
     let listed = server.models.iter().find(|m| m.id == session.model);
     let mut preset = match listed {
         Some(model) => preset(&server, Some(model), false, cli.context_window.is_some()),
