@@ -238,12 +238,41 @@ impl Hooks for Guard {
             Some(tools::Effect::Reads { descends }) => {
                 self.check_read(call, descends, approvals).await
             }
+            Some(tools::Effect::Fetches) => self.check_fetch(&call.arguments, approvals).await,
             None => self.check_other(call, approvals).await,
         }
     }
 }
 
 impl Guard {
+    /// The fetch tool reaches the web from the agent itself, outside the command sandbox: a
+    /// host the user has not allowed here is asked about (every fetch, under `untrusted`);
+    /// "always allow" remembers the host, which also lets it be a private address.
+    async fn check_fetch(&self, args: &Value, approvals: &Approvals<'_>) -> Result<(), String> {
+        let url = args["url"].as_str().unwrap_or_default().trim();
+        // Not a URL: the tool itself says so, and fetches nothing.
+        let Some(host) = tools::host_of(url) else {
+            return Ok(());
+        };
+        let rules = self.rules.rules(&self.project).map_err(|e| e.to_string())?;
+        let allowed = rules.allows_host(&host);
+        if allowed && self.mode != ApprovalMode::Untrusted {
+            return Ok(());
+        }
+        let reason = if allowed {
+            format!("reads {host} on the web (approval mode untrusted)")
+        } else {
+            format!("reads {host} on the web, a host not allowed here yet")
+        };
+        let question = Question {
+            subject: url.to_string(),
+            reason,
+            rule: Some(sandbox::web_rule(&host)),
+            ..Question::default()
+        };
+        self.ask(approvals, question).await
+    }
+
     /// A tool no table of ours describes: an MCP server's.
     async fn check_other(&self, call: &ToolCall, approvals: &Approvals<'_>) -> Result<(), String> {
         match call.name.as_str() {
@@ -385,6 +414,18 @@ mod tests {
                     assert_eq!(decide(call(entry.name, "src")).await, Ok(()));
                 }
                 tools::Effect::RunsCommands => {}
+                tools::Effect::Fetches => {
+                    // A host nobody allowed: asked, so refused where nobody can answer.
+                    let fetch = ToolCall {
+                        arguments: serde_json::json!({ "url": "https://docs.rs/serde" }),
+                        ..call(entry.name, "")
+                    };
+                    let err = decide(fetch).await.unwrap_err();
+                    assert!(
+                        err.contains("reads docs.rs on the web, a host not allowed here yet"),
+                        "{err}"
+                    );
+                }
             }
         }
         assert_eq!((writers, readers), (2, 4));

@@ -164,6 +164,14 @@ pub async fn build(
 
     let safety = crate::safety::build(cli, config, &home, &cwd);
     let mut tool_options = tool_options(config, &registry);
+    // A host the user allowed by name (a `web:` rule) may be a private address for fetch.
+    let guard = safety.guard.clone();
+    tool_options.fetch.host_allowed = Arc::new(move |host| {
+        guard
+            .rules
+            .rules(&guard.project)
+            .is_ok_and(|rules| rules.allows_host(host))
+    });
     tool_options.bash.sandbox = safety.sandbox.clone();
     let chat_only = preset.as_ref().is_some_and(|p| p.chat_only);
     let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
@@ -488,6 +496,7 @@ pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions 
             hidden_env,
             ..tools::BashOptions::default()
         },
+        fetch: tools::FetchOptions::default(),
     }
 }
 

@@ -10,7 +10,7 @@ mod common;
 
 use common::rpc::Rpc;
 use common::*;
-use mock_llm::Reply;
+use mock_llm::{Emulation, MockServer, Reply, Script};
 use serde_json::json;
 
 /// A directory outside the temp dirs, which the sandbox lets commands write.
@@ -504,4 +504,59 @@ async fn the_agent_s_own_files_are_out_of_a_model_s_reach() {
     let read = tool_result(&server, 2);
     assert!(!read.contains("transcript-secret"), "{read}");
     assert!(read.contains("hidden from commands"), "{read}");
+}
+
+/// The fetch tool over RPC: a new host is asked about; "always allow" remembers it (and only
+/// then may that name be a loopback address); the next fetch of it is not asked; a `-p` run,
+/// where nobody can answer, refuses a host nobody allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetching_a_new_host_is_approved_once_and_remembered() {
+    let env = Env::new();
+    // The site: a mock playing llama.cpp, whose `/props` is a JSON page.
+    let site = MockServer::start(Script::default()).await.unwrap();
+    site.emulate(Emulation::LlamaCpp {
+        model: "page".into(),
+        n_ctx: 4_096,
+    });
+    let page = format!("http://localhost:{}/props", site.addr().port());
+    let fetch = || Reply::tool_call("fetch", json!({ "url": page }));
+    let server = serve(vec![fetch(), fetch(), Reply::text("Read it twice.")]).await;
+    let mut rpc = Rpc::spawn(env.command(Some(&server), &["--mode", "rpc"]));
+    rpc.send(json!({"id": 1, "type": "prompt", "message": "read the page"}));
+    let asked = rpc.event("approval_requested");
+    assert_eq!(asked["request"]["tool_name"], "fetch");
+    assert_eq!(
+        asked["request"]["reason"],
+        "reads localhost on the web, a host not allowed here yet"
+    );
+    assert_eq!(asked["request"]["rule"], json!(["web:", "localhost"]));
+    rpc.send(json!({"id": 2, "type": "approve", "request_id": asked["request"]["id"], "decision": "approve_always"}));
+    rpc.event("approval_decided");
+    // The second fetch of that host is not asked about: were it, the run would wait for an
+    // answer and never end.
+    rpc.event("agent_end");
+    tokio::task::spawn_blocking(move || rpc.finish())
+        .await
+        .unwrap();
+    for n in [1, 2] {
+        let result = tool_result(&server, n);
+        assert!(result.contains("→ 200 OK"), "{result}");
+        assert!(result.contains("n_ctx"), "{result}");
+    }
+    let rules = std::fs::read_to_string(env.home.path().join("approvals.toml")).unwrap();
+    assert!(rules.contains("localhost"), "{rules}");
+
+    // Headless, nobody can answer: a host not allowed is refused, and nothing is fetched.
+    let other = format!("http://127.0.0.1:{}/props", site.addr().port());
+    let server = serve(vec![
+        Reply::tool_call("fetch", json!({ "url": other })),
+        Reply::text("Could not."),
+    ])
+    .await;
+    let before = site.discovery_requests().len();
+    let out = env.run(Some(&server), &["-p", "read it"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result = tool_result(&server, 1);
+    assert!(result.contains("a host not allowed here yet"), "{result}");
+    assert_eq!(site.discovery_requests().len(), before);
 }

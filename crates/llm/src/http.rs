@@ -15,17 +15,22 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// certificate it checks (`platform::tls`): building it reads no file, and a run that only
 /// talks plain HTTP (a local server) never loads them.
 pub(crate) fn client() -> reqwest::Client {
+    client_builder()
+        .build()
+        .expect("reqwest client with rustls+ring builds")
+}
+
+/// A reqwest client builder with the TLS of [`client`], for a client that needs more (the
+/// `fetch` tool's resolver and redirect policy).
+pub fn client_builder() -> reqwest::ClientBuilder {
     install_tls();
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let builder = match platform::tls::client_config(provider) {
+    match platform::tls::client_config(provider) {
         Ok(config) => reqwest::Client::builder().tls_backend_preconfigured(config),
         // Not expected (ring supports the default protocol versions): reqwest's own setup,
         // which loads the roots now, still works.
         Err(_) => reqwest::Client::builder(),
-    };
-    builder
-        .build()
-        .expect("reqwest client with rustls+ring builds")
+    }
 }
 
 /// Loads the trust roots in the background when `base_url` is HTTPS, so that the first

@@ -54,7 +54,9 @@ pub use linux::probe::Facts;
 pub use planted::Planted;
 pub use policy::{AGENT_HOME_READABLE, Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
-pub use rules::{ApprovalStore, AskReason, Decision, ProjectRules, suggest_prefix};
+pub use rules::{
+    ApprovalStore, AskReason, Decision, ProjectRules, WEB_RULE, suggest_prefix, web_rule,
+};
 pub use servers::ServerStore;
 pub use shell::{Hazard, ParseError, is_known_read_only};
 pub use trust::{Fingerprint, TRUST_FILE, Trust, TrustStore, fingerprint, wants};

@@ -124,9 +124,28 @@ impl ProjectRules {
     }
 }
 
+/// The first word of a rule that allows the `fetch` tool a host (`["web:", "docs.rs"]`), kept
+/// with the command rules so `/permissions` lists and revokes both. Such a rule never covers a
+/// command, whatever the command's words.
+pub const WEB_RULE: &str = "web:";
+
+/// The rule that allows fetching from `host`.
+pub fn web_rule(host: &str) -> Vec<String> {
+    vec![WEB_RULE.to_string(), host.to_ascii_lowercase()]
+}
+
+impl ProjectRules {
+    /// Whether the user allowed fetching from `host` here.
+    pub fn allows_host(&self, host: &str) -> bool {
+        let rule = web_rule(host);
+        self.prefixes.contains(&rule)
+    }
+}
+
 /// Whether `prefix` covers `command`: its first words are the prefix's, literally.
 fn covers(prefix: &[String], command: &SimpleCommand) -> bool {
     !prefix.is_empty()
+        && prefix[0] != WEB_RULE
         && command.words.len() >= prefix.len()
         && prefix
             .iter()

@@ -10,6 +10,7 @@ mod bash;
 mod diff;
 mod edit;
 mod edit_match;
+mod fetch;
 mod find;
 mod grep;
 mod line_endings;
@@ -30,6 +31,7 @@ use agent_core::Tool;
 pub use bash::{BashOptions, BashTool, key_env_vars};
 pub use diff::unified_diff;
 pub use edit::EditTool;
+pub use fetch::{FetchOptions, FetchTool, HostAllowed, host_of, is_private};
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
@@ -48,6 +50,7 @@ pub use write::WriteTool;
 #[derive(Clone, Debug, Default)]
 pub struct ToolOptions {
     pub bash: BashOptions,
+    pub fetch: FetchOptions,
 }
 
 /// Every tool, working in `cwd`, with the default options (tests, benchmarks).

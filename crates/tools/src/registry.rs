@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use agent_core::Tool;
 
+use crate::fetch::FetchTool;
 use crate::paths::{FileLocks, resolve};
 use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
 
@@ -19,7 +20,7 @@ pub(crate) struct Workspace {
 }
 
 /// What a tool does to the world beyond the conversation, as approvals and checkpoints read
-/// it. No built-in tool uses the network itself (a command may: that is the sandbox's call).
+/// it. Only `fetch` uses the network itself (a command may: that is the sandbox's call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// Reads the file or directory its `path` argument names (default: the working
@@ -30,6 +31,9 @@ pub enum Effect {
     Writes,
     /// Runs the shell command of its `command` argument: anything, within the sandbox.
     RunsCommands,
+    /// Reads the web page its `url` argument names (approved per host; private addresses
+    /// refused unless their host is allowed by name). Changes no file.
+    Fetches,
 }
 
 impl Effect {
@@ -53,7 +57,7 @@ pub struct ToolEntry {
 }
 
 /// Every built-in tool, in the order the model sees them.
-pub static REGISTRY: [ToolEntry; 7] = [
+pub static REGISTRY: [ToolEntry; 8] = [
     ToolEntry {
         name: "read",
         guidance: "read a file (text or image), with an optional line offset and limit for \
@@ -109,6 +113,13 @@ pub static REGISTRY: [ToolEntry; 7] = [
         effect: Effect::Reads { descends: false },
         make: |w| Arc::new(LsTool::new(w.cwd.clone())),
     },
+    ToolEntry {
+        name: "fetch",
+        guidance: "read a web page or text file by URL (as markdown): documentation, an \
+                   issue, a changelog. The user may be asked before a new host.",
+        effect: Effect::Fetches,
+        make: |w| Arc::new(FetchTool::new(w.options.fetch.clone())),
+    },
 ];
 
 /// What a call of the built-in tool `name` does; `None` for a tool this table does not know
@@ -131,7 +142,7 @@ pub fn call_path(name: &str, arguments: &serde_json::Value, cwd: &Path) -> Optio
     match effect(name)? {
         Effect::Reads { .. } => Some(resolve(cwd, given.unwrap_or("."))),
         Effect::Writes => given.map(|path| resolve(cwd, path)),
-        Effect::RunsCommands => None,
+        Effect::RunsCommands | Effect::Fetches => None,
     }
 }
 

@@ -327,3 +327,14 @@ fn concurrent_adds_keep_every_rule() {
     }
     assert_eq!(ApprovalStore::new(&home).list(&project).unwrap().len(), 40);
 }
+
+/// A host allowed for the fetch tool is not a command allowed: a command spelled like the
+/// rule (a script named `web:` on the PATH) is still asked about.
+#[test]
+fn a_web_rule_allows_a_host_and_never_a_command() {
+    let rules = ProjectRules::new(vec![web_rule("Docs.RS")]);
+    assert!(rules.allows_host("docs.rs"));
+    assert!(!rules.allows_host("evil.example"));
+    assert!(!rules.allows("web: docs.rs"));
+    assert!(!rules.allows("'web:' docs.rs --upload ~/.ssh"));
+}

@@ -62,10 +62,14 @@ pub fn question_lines(
     let mut keys = vec![Span::styled("  y", accent), Span::raw(" run once · ")];
     if let Some(rule) = &request.rule {
         keys.push(Span::styled("a", accent));
-        keys.push(Span::raw(format!(
-            " always allow `{}` here · ",
-            rule.join(" ")
-        )));
+        // A host for the fetch tool (its rule is `web: HOST`), or a command prefix.
+        let what = match rule.last() {
+            Some(host) if request.tool_name == "fetch" => {
+                format!(" always allow {host} here · ")
+            }
+            _ => format!(" always allow `{}` here · ", rule.join(" ")),
+        };
+        keys.push(Span::raw(what));
     }
     keys.extend([
         Span::styled("n", accent),

@@ -1,0 +1,407 @@
+//! `fetch`: one web page (or text file) by URL, as markdown for the model.
+//!
+//! It runs in the agent, not in the command sandbox, so the agent's own rules govern it: the
+//! approval guard asks before a host the user has not allowed (`Effect::Fetches`), and this
+//! tool refuses private and loopback addresses — also a name that resolves to one, checked on
+//! the addresses the connection then uses, so a rebinding DNS answer cannot slip through —
+//! unless the user allowed that host by name. Redirects are followed on the same host only (up
+//! to five): a redirect to another host is reported for the model to fetch, which the guard
+//! then asks about. What reaches the model is capped like every tool's output.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolView};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::str_arg;
+use crate::truncate::{MAX_BYTES, MAX_LINES};
+
+/// Most redirects followed (on the same host).
+const MAX_REDIRECTS: usize = 5;
+/// Most bytes read of a body: a page past it is cut, not read to its end.
+const MAX_BODY: usize = 5 * 1024 * 1024;
+/// How long connecting may take, and the whole fetch.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const TOTAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether the user allowed a host by name (a `web:` rule): then it may be a private address.
+pub type HostAllowed = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// How the fetch tool is made.
+#[derive(Clone)]
+pub struct FetchOptions {
+    pub host_allowed: HostAllowed,
+    /// How long a whole fetch may take.
+    pub timeout: Duration,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        Self {
+            host_allowed: Arc::new(|_| false),
+            timeout: TOTAL_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for FetchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FetchOptions")
+    }
+}
+
+pub struct FetchTool {
+    options: FetchOptions,
+    /// Built at the first fetch (its TLS setup is not free).
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl FetchTool {
+    pub fn new(options: FetchOptions) -> Self {
+        Self {
+            options,
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| {
+                let resolver = Arc::new(PublicOnly {
+                    host_allowed: self.options.host_allowed.clone(),
+                });
+                llm::http_client_builder()
+                    .dns_resolver(resolver)
+                    // Redirects are followed here, one hop at a time, each checked.
+                    .redirect(reqwest::redirect::Policy::none())
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .user_agent(concat!("coding-agent/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(ToolError)
+    }
+}
+
+/// Whether an address is one a fetch may not reach unless the user allowed its host by name:
+/// loopback, private, link-local (cloud metadata), unique-local, unspecified.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                // 100.64/10, carrier-grade NAT: not the public internet either.
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// Resolves names as the system does, then keeps only public addresses (all of them when the
+/// user allowed the host by name). The connection uses what this returns: no second lookup.
+struct PublicOnly {
+    host_allowed: HostAllowed,
+}
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        let allowed = (self.host_allowed)(&host);
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| allowed || !is_private(a.ip()))
+                .collect();
+            if kept.is_empty() && !found.is_empty() {
+                return Err(private_refusal(&host, found[0].ip()).into());
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+fn private_refusal(host: &str, ip: IpAddr) -> String {
+    format!(
+        "{host} is a private or loopback address ({ip}): fetch does not reach those unless the \
+         user allowed {host} by name (an \"always allow\" for it)"
+    )
+}
+
+#[async_trait]
+impl Tool for FetchTool {
+    fn name(&self) -> &str {
+        "fetch"
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Plain
+    }
+
+    fn description(&self) -> &str {
+        "Fetch a web page or text file by URL (http or https) and return it as markdown \
+         (scripts and styles dropped). Follows up to 5 redirects on the same host; a redirect \
+         to another host is reported for you to fetch. Private and loopback addresses are \
+         refused unless the user allowed that host. Output is capped at 2000 lines or 50 KB \
+         (the start of the page is kept); 30 s at most."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "The http(s) URL to fetch"}
+            },
+            "required": ["url"]
+        })
+    }
+
+    async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let asked = str_arg(&args, "url")
+            .ok_or_else(|| ToolError("fetch needs `url`".into()))?
+            .trim()
+            .to_string();
+        let client = self.client()?;
+        let work = fetch(&client, &asked, &self.options.host_allowed);
+        let limit = self.options.timeout;
+        tokio::select! {
+            result = tokio::time::timeout(limit, work) => match result {
+                Ok(result) => result.map(ToolOutput::text).map_err(ToolError),
+                Err(_) => Err(ToolError(format!(
+                    "{asked} did not finish within {}s", limit.as_secs_f32()
+                ))),
+            },
+            _ = ctx.cancel.cancelled() => Err(ToolError("aborted".into())),
+        }
+    }
+}
+
+/// A URL the tool may ask for: http(s), and not a private address written as an IP unless
+/// its host is allowed (a name is checked where it is resolved).
+fn checked(url: &str, host_allowed: &HostAllowed) -> Result<url::Url, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {url} ({e})"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "only http and https URLs are fetched, not {}:",
+            parsed.scheme()
+        ));
+    }
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| format!("{url} names no host"))?;
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = literal.parse::<IpAddr>()
+        && is_private(ip)
+        && !host_allowed(host)
+    {
+        return Err(private_refusal(host, ip));
+    }
+    Ok(parsed)
+}
+
+/// The host of `url`, lowercased (what rules name).
+pub fn host_of(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    parsed.host_str().map(str::to_ascii_lowercase)
+}
+
+async fn fetch(
+    client: &reqwest::Client,
+    asked: &str,
+    host_allowed: &HostAllowed,
+) -> Result<String, String> {
+    let mut url = checked(asked, host_allowed)?;
+    let mut hops = 0;
+    let response = loop {
+        let response = client
+            .get(url.clone())
+            .send()
+            .await
+            .map_err(|e| format!("fetching {url} failed: {}", error_chain(&e)))?;
+        if !response.status().is_redirection() {
+            break response;
+        }
+        let Some(location) = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+        else {
+            break response;
+        };
+        let next = url
+            .join(location)
+            .map_err(|e| format!("{url} redirected to a bad location {location:?}: {e}"))?;
+        if next.host_str() != url.host_str() {
+            return Ok(format!(
+                "{url} answered {} and redirects to another host: {next}\nFetch that URL to \
+                 follow it (the user may be asked about the new host).",
+                response.status()
+            ));
+        }
+        hops += 1;
+        if hops > MAX_REDIRECTS {
+            return Err(format!(
+                "{asked} redirected more than {MAX_REDIRECTS} times (last to {next}): a \
+                 redirect loop?"
+            ));
+        }
+        url = checked(next.as_str(), host_allowed)?;
+    };
+    let status = response.status();
+    let final_url = response.url().to_string();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let (body, complete) = read_capped(response).await?;
+    let text = decode(&body, &content_type);
+    let (kind, content) = if content_type.contains("html") || looks_like_html(&text) {
+        ("HTML as markdown", to_markdown(&text))
+    } else if is_text(&content_type, &body) {
+        ("text", text)
+    } else {
+        return Ok(format!(
+            "GET {final_url} → {status} · {content_type} · {} bytes: not text, nothing to show.",
+            body.len()
+        ));
+    };
+    let mut head = format!(
+        "GET {final_url} → {status} · {}{} bytes · {kind}",
+        body.len(),
+        if complete { "" } else { "+ (body cut at 5 MB)" }
+    );
+    if hops > 0 {
+        head.push_str(&format!(" · after {hops} redirect(s) from {asked}"));
+    }
+    let (shown, cut) = head_of(&content, MAX_LINES, MAX_BYTES);
+    let mut out = format!("{head}\n\n{shown}");
+    if cut {
+        out.push_str(&format!(
+            "\n\n[cut: the first {} of {} bytes of the page as markdown are shown]",
+            shown.len(),
+            content.len()
+        ));
+    }
+    if !status.is_success() {
+        out.push_str(&format!("\n\n(the server answered {status})"));
+    }
+    Ok(out)
+}
+
+/// The body, at most [`MAX_BODY`] bytes of it, and whether that was all.
+async fn read_capped(mut response: reqwest::Response) -> Result<(Vec<u8>, bool), String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("reading {} failed: {}", response.url(), error_chain(&e)))?
+    {
+        let room = MAX_BODY - body.len();
+        if chunk.len() >= room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, true))
+}
+
+/// The body as text, in the charset the server named (UTF-8 when none; invalid bytes
+/// replaced).
+fn decode(body: &[u8], content_type: &str) -> String {
+    let label = content_type
+        .split(';')
+        .filter_map(|part| part.trim().strip_prefix("charset="))
+        .next()
+        .map(|c| c.trim_matches('"'));
+    let encoding = label
+        .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+        .unwrap_or(encoding_rs::UTF_8);
+    encoding.decode(body).0.into_owned()
+}
+
+fn looks_like_html(text: &str) -> bool {
+    let start = text
+        .trim_start()
+        .get(..15)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    start.starts_with("<!doctype html") || start.starts_with("<html")
+}
+
+fn is_text(content_type: &str, body: &[u8]) -> bool {
+    content_type.starts_with("text/")
+        || ["json", "xml", "javascript", "yaml", "toml", "markdown"]
+            .iter()
+            .any(|t| content_type.contains(t))
+        || (content_type.is_empty() && !body.iter().take(8192).any(|&b| b == 0))
+}
+
+/// HTML as markdown, without what a reader does not see (scripts, styles, forms' machinery).
+fn to_markdown(html: &str) -> String {
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(vec![
+            "script", "style", "noscript", "template", "iframe", "svg", "canvas", "head",
+        ])
+        .build();
+    converter.convert(html).unwrap_or_else(|_| html.to_string())
+}
+
+/// The longest prefix of `text` within both limits, ending at a line end; and whether it was
+/// cut (a page's start is what matters; a command's end is).
+fn head_of(text: &str, max_lines: usize, max_bytes: usize) -> (&str, bool) {
+    let mut end = 0;
+    for (lines, line) in text.split_inclusive('\n').enumerate() {
+        if lines == max_lines || end + line.len() > max_bytes {
+            if end == 0 {
+                // One line longer than the cap: cut it on a character boundary.
+                let mut at = max_bytes.min(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                return (&text[..at], true);
+            }
+            return (&text[..end], true);
+        }
+        end += line.len();
+    }
+    (text, false)
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !out.contains(&said) {
+            out.push_str(": ");
+            out.push_str(&said);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "fetch_tests.rs"]
+mod tests;
