@@ -53,7 +53,9 @@ async fn print_mode_prints_the_final_answer_after_a_tool_round_trip() {
         .collect();
     assert_eq!(
         tools,
-        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+        [
+            "read", "write", "edit", "bash", "grep", "find", "ls", "fetch"
+        ]
     );
     assert_eq!(env.sessions().len(), 1, "the session was saved");
 }

@@ -227,7 +227,7 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls"
+            "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls, fetch"
         );
     }
 

@@ -126,10 +126,13 @@ pub fn palette() -> &'static Palette {
 /// How long the terminal may take to say its background: a terminal that cannot answer is
 /// recognised at once (it answers the device-attributes query sent after it); this bounds a
 /// slow link.
-const QUERY_TIMEOUT: Duration = Duration::from_millis(150);
+const QUERY_TIMEOUT: Duration = Duration::from_millis(400);
 
 /// Chooses the palette for this run, before the UI draws (later calls change nothing).
 pub fn init(choice: ThemeChoice) -> &'static Palette {
+    if let Some(chosen) = CURRENT.get() {
+        return chosen;
+    }
     let palette = choose(
         choice,
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
