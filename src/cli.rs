@@ -84,10 +84,22 @@ pub struct Cli {
     pub alt_screen: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Subcommand)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum Subcommand {
     /// What confinement this machine offers for commands, and why something is missing.
     Doctor,
+    /// Writes a session's current branch as one self-contained HTML page (or markdown).
+    Export {
+        /// The session: a path, or an id (or its start) of this directory's sessions;
+        /// default the latest.
+        session: Option<String>,
+        /// html (default, or what -o's extension says) or md.
+        #[arg(long, value_enum)]
+        format: Option<crate::export::Format>,
+        /// Where to write (default `<session id>.html` here; `-` for standard output).
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

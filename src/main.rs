@@ -5,6 +5,7 @@ mod checkpoints;
 mod cli;
 mod config;
 mod doctor;
+mod export;
 mod first_run;
 mod guard;
 mod local;
@@ -57,6 +58,21 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
     // Transcripts are private: tighten a home or sessions directory left open to others.
     for problem in home.secure() {
         eprintln!("coding-agent: warning: {problem}");
+    }
+    if let Some(Subcommand::Export {
+        session,
+        format,
+        output,
+    }) = &cli.command
+    {
+        return export_command(
+            &cli,
+            &home,
+            &cwd,
+            session.as_deref(),
+            *format,
+            output.clone(),
+        );
     }
     if cli.command == Some(Subcommand::Doctor) {
         let config = Config::load(&home.config_file(), &cwd, false)
@@ -173,6 +189,58 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             modes::interactive::run(setup, cli.prompt.clone(), screen).await
         }
     })
+}
+
+/// `coding-agent export`: the session's current branch, written where asked.
+fn export_command(
+    cli: &Cli,
+    home: &session::Home,
+    cwd: &std::path::Path,
+    query: Option<&str>,
+    format: Option<export::Format>,
+    output: Option<std::path::PathBuf>,
+) -> Result<ExitCode, Fail> {
+    let path = match query {
+        Some(query) if std::path::Path::new(query).is_file() => query.into(),
+        Some(query) => session::find_session(home, cwd, query)
+            .map_err(|e| Fail(format!("no session `{query}`: {e}")))?,
+        None => session::latest_session_path(home, cwd)
+            .map_err(|e| Fail(format!("cannot read the latest session: {e}")))?
+            .ok_or_else(|| Fail(format!("no session to export in {}", cwd.display())))?,
+    };
+    let loaded = session::load_session(&path)
+        .map_err(|e| Fail(format!("cannot read {}: {e}", path.display())))?;
+    let format = format.unwrap_or_else(|| {
+        output
+            .as_deref()
+            .map_or(export::Format::Html, export::Format::of_path)
+    });
+    // The keys the agent knows, as it would redact them from tool output.
+    let mut config = Config::load(&home.config_file(), cwd, false)
+        .map_err(|e| Fail(format!("config error in {e}")))?;
+    config.stored_keys = auth::Auth::load(home).map(|a| a.keys).unwrap_or_default();
+    let registry = setup::registry(&config)?;
+    let redactor = setup::redactor(cli, &config, &registry);
+    let title = format!("coding-agent session {}", loaded.header.id);
+    let text = export::render(&title, &loaded.messages, format, &redactor);
+    match output {
+        Some(out) if out.as_os_str() == "-" => {
+            print!("{text}");
+        }
+        out => {
+            let out = out.unwrap_or_else(|| {
+                cwd.join(format!("{}.{}", loaded.header.id, format.extension()))
+            });
+            export::write(&out, &text)
+                .map_err(|e| Fail(format!("cannot write {}: {e}", out.display())))?;
+            println!(
+                "Exported {} messages to {}",
+                loaded.messages.len(),
+                out.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The prompt, with piped standard input appended.

@@ -456,7 +456,7 @@ fn mcp_servers(
 /// Every provider key value the agent knows (`--api-key`, the config's and `auth.toml`'s keys,
 /// the variables that hold keys), to be kept out of tool output: a command can read them
 /// where the agent keeps them (its own command line under `/proc`, an inherited variable).
-fn redactor(cli: &Cli, config: &Config, registry: &Registry) -> agent_core::Redactor {
+pub fn redactor(cli: &Cli, config: &Config, registry: &Registry) -> agent_core::Redactor {
     let from_env = key_env_vars(config, registry)
         .into_iter()
         .filter_map(|name| std::env::var(name).ok());

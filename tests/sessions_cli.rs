@@ -391,3 +391,62 @@ fn running_as_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// `coding-agent export`: the latest session of the directory as a private HTML page by
+/// default, markdown to standard output with `--format md -o -`, the key the agent knows
+/// never in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_exports_as_a_private_page_or_markdown() {
+    let env = Env::new();
+    let key = "sk-export-cli-key-9876543210";
+    let server = serve(vec![
+        Reply::tool_call("bash", json!({"command": format!("echo {key}")})),
+        Reply::text("Done: the <b>answer</b>."),
+    ])
+    .await;
+    let mut command = env.command(Some(&server), &["-p", "show it"]);
+    command.env("OPENAI_API_KEY", key);
+    let out = env.run_command(command, "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The user exports with their key set, as they run the agent.
+    let export = |args: &[&str]| {
+        let mut command = env.command(None, args);
+        command.env("OPENAI_API_KEY", key);
+        env.run_command(command, "")
+    };
+    let page = env.work.path().join("out/page.html");
+    let out = export(&["export", "-o", page.to_str().unwrap()]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("Exported 4 messages to "),
+        "{}",
+        text(&out.stdout)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!doctype html>"));
+    // The answer's markdown is rendered; the key the command echoed is redacted.
+    assert!(
+        html.contains("Done: the &lt;b&gt;answer&lt;/b&gt;."),
+        "{html}"
+    );
+    assert!(html.contains("echo [redacted]"), "{html}");
+    assert!(!html.contains(key));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&page).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    let out = export(&["export", "--format", "md", "-o", "-"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let md = text(&out.stdout);
+    assert!(md.contains("## You\n\nshow it"), "{md}");
+    assert!(md.contains("**bash**"), "{md}");
+    assert!(!md.contains(key));
+
+    let out = env.run(None, &["export", "no-such-session"], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no session `no-such-session`"));
+}

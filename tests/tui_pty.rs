@@ -792,3 +792,33 @@ fn copy_uses_the_local_display_s_clipboard() {
         "the terminal was not asked as well"
     );
 }
+
+/// `/export notes.md` writes the conversation the agent has, as markdown, privately, and says
+/// where; `/export` alone writes the HTML page.
+#[test]
+fn export_writes_the_conversation() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start(Script::default())).unwrap();
+    let mut session = Session::start(&server);
+    server.push(Reply::text("Exported answer."));
+    session.wait_for("Type a message");
+    session.type_text("please answer");
+    session.send("\r");
+    session.wait_for("Exported answer.");
+    session.type_text("/export notes.md");
+    session.send("\r");
+    session.wait_for("Exported 2 messages to");
+    let md = std::fs::read_to_string(session.dir.path().join("notes.md")).unwrap();
+    assert!(md.contains("## You\n\nplease answer"), "{md}");
+    assert!(md.contains("Exported answer."), "{md}");
+    session.type_text("/export");
+    session.send("\r");
+    session.wait_for(".html (mode 0600)");
+    let page = std::fs::read_dir(session.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.path().extension().is_some_and(|x| x == "html"))
+        .expect("the page");
+    let html = std::fs::read_to_string(page.path()).unwrap();
+    assert!(html.contains("Exported answer."));
+}

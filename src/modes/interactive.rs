@@ -129,6 +129,35 @@ impl Host for TuiHost {
         models
     }
 
+    fn export(
+        &self,
+        messages: &[agent_core::AgentMessage],
+        path: Option<String>,
+    ) -> Result<String, String> {
+        let id = self
+            .sessions
+            .current()
+            .map_or_else(|| "conversation".to_string(), |(_, id)| id);
+        let path = match path {
+            Some(path) => self.sessions.cwd.join(path),
+            None => self.sessions.cwd.join(format!("{id}.html")),
+        };
+        let format = crate::export::Format::of_path(&path);
+        let text = crate::export::render(
+            &format!("coding-agent session {id}"),
+            messages,
+            format,
+            &self.redactor,
+        );
+        crate::export::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let n = messages.len();
+        Ok(format!(
+            "Exported {n} message{} to {} (mode 0600).",
+            if n == 1 { "" } else { "s" },
+            path.display()
+        ))
+    }
+
     fn estimate_context(&self, messages: &[agent_core::AgentMessage]) -> Option<u64> {
         Some(session::compaction::estimate_context_tokens_with(
             messages,

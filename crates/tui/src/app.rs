@@ -74,6 +74,8 @@ pub enum Action {
     Label(String),
     /// Copy the current branch into a new session (`/fork`).
     Fork,
+    /// Write the conversation to a file (`/export [PATH]`).
+    Export(Option<String>),
     /// Print the whole conversation again at today's width (`/redraw`).
     Redraw,
     /// An empty screen (`/clear`).

@@ -16,7 +16,7 @@ pub struct SlashCommand {
     pub run: fn(&mut App, &str) -> Vec<Action>,
 }
 
-pub static COMMANDS: [SlashCommand; 21] = [
+pub static COMMANDS: [SlashCommand; 22] = [
     SlashCommand {
         name: "/help",
         aliases: &[],
@@ -113,6 +113,13 @@ pub static COMMANDS: [SlashCommand; 21] = [
             }
             vec![Action::Label(args.to_string())]
         },
+    },
+    SlashCommand {
+        name: "/export",
+        aliases: &[],
+        args: "[PATH]",
+        help: "write this conversation as one self-contained HTML page (PATH.md: markdown)",
+        run: |_, args| vec![Action::Export((!args.is_empty()).then(|| args.to_string()))],
     },
     SlashCommand {
         name: "/fork",

@@ -93,6 +93,15 @@ pub trait Host: Send + Sync + 'static {
     fn expand(&self, _text: &str) -> Result<Option<String>, String> {
         Ok(None)
     }
+    /// `/export`: writes `messages` (the conversation as the agent has it) to `path`, or a
+    /// default file; says where.
+    fn export(
+        &self,
+        _messages: &[agent_core::AgentMessage],
+        _path: Option<String>,
+    ) -> Result<String, String> {
+        Err("this session cannot export".into())
+    }
     /// `/skills`: the skills and where each came from.
     fn skills(&self) -> String {
         "No skills.".to_string()

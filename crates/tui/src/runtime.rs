@@ -736,6 +736,19 @@ fn perform(
                 let _ = tx.send(Ui::Notice(note));
             });
         }
+        Action::Export(path) => {
+            let (agent, host, tx) = (agent.clone(), ctx.host.clone(), ui_tx.clone());
+            tokio::spawn(async move {
+                let note = match agent.snapshot().await {
+                    Ok(snapshot) => match host.export(&snapshot.messages, path) {
+                        Ok(done) => done,
+                        Err(err) => format!("Cannot export: {err}"),
+                    },
+                    Err(err) => format!("Cannot export: {err}"),
+                };
+                let _ = tx.send(Ui::Notice(note));
+            });
+        }
         Action::Fork => {
             let (host, tx) = (ctx.host.clone(), ui_tx.clone());
             tokio::spawn(async move {
