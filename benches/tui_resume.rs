@@ -25,6 +25,8 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let (messages, bytes, last) = write_session(home.path(), work.path());
     println!("session: {messages} messages, {:.0} MB", bytes as f64 / 1e6);
+    // First, while this process has no other child: the export's peak RSS is the children's.
+    export(home.path(), work.path());
     for (mode, args) in [
         ("inline", &[][..]),
         ("alternate screen", &["--alt-screen"][..]),
@@ -151,6 +153,45 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     let _ = child.kill();
     let _ = child.wait();
     (first_frame, rss)
+}
+
+/// `coding-agent export` of the session to HTML, then to markdown: wall time, the page's
+/// size and the export's peak RSS (it streams: a message at a time).
+fn export(home: &Path, cwd: &Path) {
+    let agent = std::env::var_os("BENCH_AGENT")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
+    for (format, file) in [("html", "export.html"), ("md", "export.md")] {
+        let out = cwd.join(file);
+        let started = Instant::now();
+        let status = std::process::Command::new(&agent)
+            .args(["export", "--format", format, "-o"])
+            .arg(&out)
+            .current_dir(cwd)
+            .env("CODING_AGENT_HOME", home)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(status.success(), "export failed");
+        let size = std::fs::metadata(&out).map_or(0, |m| m.len());
+        println!(
+            "export {format}: {:.0} ms · {:.0} MB written · peak RSS of the exports so far {:.0} MB",
+            took.as_secs_f64() * 1000.0,
+            size as f64 / 1e6,
+            children_peak_rss_mb()
+        );
+    }
+}
+
+/// The largest peak RSS of the children waited for so far.
+fn children_peak_rss_mb() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid rusage to fill.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    usage.ru_maxrss as f64 / 1024.0
 }
 
 fn peak_rss_mb(pid: u32) -> f64 {

@@ -8,8 +8,8 @@
 //! the dark code theme of the TUI, images are embedded. Provider keys the agent knows are
 //! replaced by `[redacted]` before anything is written.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::Write;
 use std::path::Path;
 
 use agent_core::AgentMessage;
@@ -48,11 +48,160 @@ pub fn render(
     format: Format,
     redactor: &agent_core::Redactor,
 ) -> String {
-    let text = match format {
-        Format::Html => html(title, messages),
-        Format::Md => markdown(title, messages),
-    };
-    redactor.text(&text).unwrap_or(text)
+    let mut out = Vec::new();
+    let mut writer = Writer::new(&mut out, format, title, redactor);
+    for message in messages {
+        writer.message(message);
+    }
+    // Writing to memory does not fail.
+    let _ = writer.finish();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes the current branch of the session file `path` to `out` as `format`, a message at
+/// a time (the file is never held whole: see `session::for_each_message_on_branch`).
+/// Returns how many messages were written.
+pub fn stream(
+    path: &Path,
+    out: impl Write,
+    format: Format,
+    redactor: &agent_core::Redactor,
+) -> std::io::Result<usize> {
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.rsplit_once('_'))
+        .map_or_else(String::new, |(_, id)| id.to_string());
+    let title = format!("coding-agent session {id}");
+    let mut writer = Writer::new(out, format, &title, redactor);
+    let mut count = 0;
+    session::for_each_message_on_branch(path, |message| {
+        count += 1;
+        writer.message(&message);
+    })?;
+    writer.finish()?;
+    Ok(count)
+}
+
+/// Renders messages one at a time into `out`: each piece is redacted and written as it is
+/// made. A tool call is written when its result comes (the next messages), with it.
+struct Writer<'a, W: Write> {
+    out: W,
+    format: Format,
+    redactor: &'a agent_core::Redactor,
+    /// The tool calls of the last assistant message still waiting for their results.
+    pending: Vec<ToolCall>,
+    /// An assistant section is open (HTML): its tool calls go inside it.
+    open: bool,
+    error: Option<std::io::Error>,
+}
+
+impl<'a, W: Write> Writer<'a, W> {
+    fn new(out: W, format: Format, title: &str, redactor: &'a agent_core::Redactor) -> Self {
+        let mut writer = Self {
+            out,
+            format,
+            redactor,
+            pending: Vec::new(),
+            open: false,
+            error: None,
+        };
+        let head = match format {
+            Format::Html => html_head(title),
+            Format::Md => format!("# {title}\n"),
+        };
+        writer.put(&head);
+        writer
+    }
+
+    fn put(&mut self, text: &str) {
+        if self.error.is_some() || text.is_empty() {
+            return;
+        }
+        let clean = self.redactor.text(text);
+        let bytes = clean.as_deref().unwrap_or(text).as_bytes();
+        if let Err(err) = self.out.write_all(bytes) {
+            self.error = Some(err);
+        }
+    }
+
+    fn message(&mut self, message: &AgentMessage) {
+        if let AgentMessage::ToolResult(result) = message {
+            if let Some(i) = self
+                .pending
+                .iter()
+                .position(|c| c.id == result.tool_call_id)
+            {
+                let call = self.pending.remove(i);
+                let piece = match self.format {
+                    Format::Html => tool_html(&call, Some(result)),
+                    Format::Md => tool_md(&call, Some(result)),
+                };
+                self.put(&piece);
+            }
+            return;
+        }
+        if matches!(message, AgentMessage::Notice(_)) {
+            return;
+        }
+        self.close();
+        let piece = match self.format {
+            Format::Html => {
+                self.open = matches!(message, AgentMessage::Assistant(_));
+                html_message(message)
+            }
+            Format::Md => md_message(message),
+        };
+        self.put(&piece);
+        if let AgentMessage::Assistant(assistant) = message {
+            self.pending = assistant
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    AssistantContent::ToolCall(call) => Some(call.clone()),
+                    _ => None,
+                })
+                .collect();
+        }
+    }
+
+    /// Ends the open assistant message: calls that never got a result are written without.
+    fn close(&mut self) {
+        for call in std::mem::take(&mut self.pending) {
+            let piece = match self.format {
+                Format::Html => tool_html(&call, None),
+                Format::Md => tool_md(&call, None),
+            };
+            self.put(&piece);
+        }
+        if std::mem::take(&mut self.open) {
+            self.put("</section>\n");
+        }
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        self.close();
+        if self.format == Format::Html {
+            self.put("</main></body></html>\n");
+        }
+        match self.error.take() {
+            Some(err) => Err(err),
+            None => self.out.flush(),
+        }
+    }
+}
+
+/// A file at `path` (its directories made; one there already is replaced), readable by its
+/// owner only: what the export streams into.
+pub fn create(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    platform::fs::create_private_file(path)
 }
 
 /// Writes `text` to `path`, readable by its owner only (it holds the conversation: code,
@@ -62,17 +211,6 @@ pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     platform::fs::write_private_atomic(path, text.as_bytes())
-}
-
-/// Each tool call's result, by the call's id.
-fn results(messages: &[AgentMessage]) -> HashMap<&str, &ToolResultMessage> {
-    messages
-        .iter()
-        .filter_map(|m| match m {
-            AgentMessage::ToolResult(r) => Some((r.tool_call_id.as_str(), r)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// What a call did, in one line: its command, path or URL, else its arguments.
@@ -98,57 +236,51 @@ fn user_text(content: &[UserContent]) -> String {
 
 // --- markdown ---------------------------------------------------------------------------
 
-fn markdown(title: &str, messages: &[AgentMessage]) -> String {
-    let results = results(messages);
-    let mut out = format!("# {title}\n");
-    for message in messages {
-        match message {
-            AgentMessage::User(user) => {
-                let _ = write!(out, "\n## You\n\n{}\n", user_text(&user.content));
-                let images = user
-                    .content
-                    .iter()
-                    .filter(|c| matches!(c, UserContent::Image(_)))
-                    .count();
-                if images > 0 {
-                    let _ = writeln!(out, "\n*({images} image(s) attached)*");
-                }
+/// One message as markdown (an assistant's tool calls come with their results).
+fn md_message(message: &AgentMessage) -> String {
+    let mut out = String::new();
+    match message {
+        AgentMessage::User(user) => {
+            let _ = write!(out, "\n## You\n\n{}\n", user_text(&user.content));
+            let images = user
+                .content
+                .iter()
+                .filter(|c| matches!(c, UserContent::Image(_)))
+                .count();
+            if images > 0 {
+                let _ = writeln!(out, "\n*({images} image(s) attached)*");
             }
-            AgentMessage::Assistant(assistant) => {
-                out.push_str("\n## Assistant\n");
-                for block in &assistant.content {
-                    match block {
-                        AssistantContent::Text { text } => {
-                            let _ = write!(out, "\n{}\n", text.trim_end());
-                        }
-                        AssistantContent::Thinking { .. } => {}
-                        AssistantContent::ToolCall(call) => {
-                            let fence = fence_for(&call_line(call));
-                            let _ = write!(
-                                out,
-                                "\n**{}**\n\n{fence}\n{}\n{fence}\n",
-                                call.name,
-                                call_line(call)
-                            );
-                            if let Some(result) = results.get(call.id.as_str()) {
-                                let text = result.text();
-                                let fence = fence_for(&text);
-                                let label = if result.is_error { "error" } else { "output" };
-                                let _ = write!(out, "\n{label}:\n\n{fence}\n{text}\n{fence}\n");
-                            }
-                        }
-                    }
-                }
-            }
-            AgentMessage::CompactionSummary(summary) => {
-                let _ = write!(
-                    out,
-                    "\n## Earlier, summarised\n\n{}\n",
-                    summary.summary.trim_end()
-                );
-            }
-            AgentMessage::ToolResult(_) | AgentMessage::Notice(_) => {}
         }
+        AgentMessage::Assistant(assistant) => {
+            out.push_str("\n## Assistant\n");
+            for block in &assistant.content {
+                if let AssistantContent::Text { text } = block {
+                    let _ = write!(out, "\n{}\n", text.trim_end());
+                }
+            }
+        }
+        AgentMessage::CompactionSummary(summary) => {
+            let _ = write!(
+                out,
+                "\n## Earlier, summarised\n\n{}\n",
+                summary.summary.trim_end()
+            );
+        }
+        AgentMessage::ToolResult(_) | AgentMessage::Notice(_) => {}
+    }
+    out
+}
+
+/// A tool call and its output as markdown.
+fn tool_md(call: &ToolCall, result: Option<&ToolResultMessage>) -> String {
+    let line = call_line(call);
+    let fence = fence_for(&line);
+    let mut out = format!("\n**{}**\n\n{fence}\n{line}\n{fence}\n", call.name);
+    if let Some(result) = result {
+        let text = result.text();
+        let fence = fence_for(&text);
+        let label = if result.is_error { "error" } else { "output" };
+        let _ = write!(out, "\n{label}:\n\n{fence}\n{text}\n{fence}\n");
     }
     out
 }
@@ -196,11 +328,8 @@ img{max-width:100%}
 a{color:#87afff}
 ";
 
-fn html(title: &str, messages: &[AgentMessage]) -> String {
-    let results = results(messages);
-    let mut out = String::new();
-    let _ = write!(
-        out,
+fn html_head(title: &str) -> String {
+    format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          style-src 'unsafe-inline'; img-src data:\">\
@@ -209,53 +338,52 @@ fn html(title: &str, messages: &[AgentMessage]) -> String {
          <h1 class=\"title\">{}</h1>\n",
         escape(title),
         escape(title)
-    );
-    for message in messages {
-        match message {
-            AgentMessage::User(user) => {
-                out.push_str("<section class=\"user\"><div class=\"who\">You</div>");
-                for content in &user.content {
-                    match content {
-                        UserContent::Text { text } => {
-                            let _ = write!(out, "<pre>{}</pre>", escape(text));
-                        }
-                        UserContent::Image(image) => out.push_str(&image_tag(image)),
+    )
+}
+
+/// One message as HTML; an assistant's section is left open for its tool calls.
+fn html_message(message: &AgentMessage) -> String {
+    let mut out = String::new();
+    match message {
+        AgentMessage::User(user) => {
+            out.push_str("<section class=\"user\"><div class=\"who\">You</div>");
+            for content in &user.content {
+                match content {
+                    UserContent::Text { text } => {
+                        let _ = write!(out, "<pre>{}</pre>", escape(text));
                     }
+                    UserContent::Image(image) => out.push_str(&image_tag(image)),
                 }
-                out.push_str("</section>\n");
             }
-            AgentMessage::Assistant(assistant) => {
-                out.push_str("<section class=\"assistant\"><div class=\"who\">Assistant</div>");
-                for block in &assistant.content {
-                    match block {
-                        AssistantContent::Text { text } => out.push_str(&markdown_html(text)),
-                        AssistantContent::Thinking { thinking, .. } => {
-                            let _ = write!(
-                                out,
-                                "<details class=\"thinking\"><summary>Thinking</summary>\
-                                 <pre>{}</pre></details>",
-                                escape(thinking)
-                            );
-                        }
-                        AssistantContent::ToolCall(call) => {
-                            out.push_str(&tool_html(call, results.get(call.id.as_str())))
-                        }
-                    }
-                }
-                out.push_str("</section>\n");
-            }
-            AgentMessage::CompactionSummary(summary) => {
-                let _ = writeln!(
-                    out,
-                    "<section class=\"assistant\"><div class=\"who\">Earlier, summarised</div>{}\
-                     </section>",
-                    markdown_html(&summary.summary)
-                );
-            }
-            AgentMessage::ToolResult(_) | AgentMessage::Notice(_) => {}
+            out.push_str("</section>\n");
         }
+        AgentMessage::Assistant(assistant) => {
+            out.push_str("<section class=\"assistant\"><div class=\"who\">Assistant</div>");
+            for block in &assistant.content {
+                match block {
+                    AssistantContent::Text { text } => out.push_str(&markdown_html(text)),
+                    AssistantContent::Thinking { thinking, .. } => {
+                        let _ = write!(
+                            out,
+                            "<details class=\"thinking\"><summary>Thinking</summary>\
+                             <pre>{}</pre></details>",
+                            escape(thinking)
+                        );
+                    }
+                    AssistantContent::ToolCall(_) => {}
+                }
+            }
+        }
+        AgentMessage::CompactionSummary(summary) => {
+            let _ = writeln!(
+                out,
+                "<section class=\"assistant\"><div class=\"who\">Earlier, summarised</div>{}\
+                 </section>",
+                markdown_html(&summary.summary)
+            );
+        }
+        AgentMessage::ToolResult(_) | AgentMessage::Notice(_) => {}
     }
-    out.push_str("</main></body></html>\n");
     out
 }
 
@@ -281,7 +409,7 @@ fn image_tag(image: &llm::ImageContent) -> String {
 }
 
 /// A tool call, folded, with its output (a diff coloured by line).
-fn tool_html(call: &ToolCall, result: Option<&&ToolResultMessage>) -> String {
+fn tool_html(call: &ToolCall, result: Option<&ToolResultMessage>) -> String {
     let class = if result.is_some_and(|r| r.is_error) {
         "tool error"
     } else {

@@ -208,8 +208,6 @@ fn export_command(
             .map_err(|e| Fail(format!("cannot read the latest session: {e}")))?
             .ok_or_else(|| Fail(format!("no session to export in {}", cwd.display())))?,
     };
-    let loaded = session::load_session(&path)
-        .map_err(|e| Fail(format!("cannot read {}: {e}", path.display())))?;
     let format = format.unwrap_or_else(|| {
         output
             .as_deref()
@@ -221,23 +219,26 @@ fn export_command(
     config.stored_keys = auth::Auth::load(home).map(|a| a.keys).unwrap_or_default();
     let registry = setup::registry(&config)?;
     let redactor = setup::redactor(cli, &config, &registry);
-    let title = format!("coding-agent session {}", loaded.header.id);
-    let text = export::render(&title, &loaded.messages, format, &redactor);
+    // A message at a time: a session of any size is never held whole.
+    let failed = |e: std::io::Error| Fail(format!("cannot export {}: {e}", path.display()));
     match output {
         Some(out) if out.as_os_str() == "-" => {
-            print!("{text}");
+            let stdout = std::io::stdout().lock();
+            export::stream(&path, std::io::BufWriter::new(stdout), format, &redactor)
+                .map_err(failed)?;
         }
         out => {
-            let out = out.unwrap_or_else(|| {
-                cwd.join(format!("{}.{}", loaded.header.id, format.extension()))
-            });
-            export::write(&out, &text)
+            let id = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.rsplit_once('_'))
+                .map_or("session", |(_, id)| id);
+            let out = out.unwrap_or_else(|| cwd.join(format!("{id}.{}", format.extension())));
+            let file = export::create(&out)
                 .map_err(|e| Fail(format!("cannot write {}: {e}", out.display())))?;
-            println!(
-                "Exported {} messages to {}",
-                loaded.messages.len(),
-                out.display()
-            );
+            let count = export::stream(&path, std::io::BufWriter::new(file), format, &redactor)
+                .map_err(failed)?;
+            println!("Exported {count} messages to {}", out.display());
         }
     }
     Ok(ExitCode::SUCCESS)

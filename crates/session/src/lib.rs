@@ -39,7 +39,7 @@ pub use home::Home;
 pub use list::{
     SessionInfo, all_session_ids, find_session, latest_session, latest_session_path, list_sessions,
 };
-pub use load::{Leaf, load_session, load_session_at};
+pub use load::{Leaf, for_each_message_on_branch, load_session, load_session_at};
 pub use loaded::LoadedSession;
 pub use prompt::{PromptInputs, SystemPrompt};
 pub use recorder::{Recorder, RecorderSetup};

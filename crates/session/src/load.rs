@@ -99,6 +99,39 @@ fn load_branches(path: &Path, leaf: Leaf<'_>) -> io::Result<LoadedSession> {
     Ok(session)
 }
 
+/// Hands `each` the messages of the current branch (the chain ending at the file's last
+/// entry), in order, one at a time: the file is read twice (the chain first, by indexes only)
+/// and no more than one message is held, so a session of any size streams. Every message on
+/// the chain comes, also those a compaction replaced for the model (the summary comes where
+/// it was made). Returns the file's header (the fallback one when its first line is damaged).
+pub fn for_each_message_on_branch(
+    path: &Path,
+    mut each: impl FnMut(AgentMessage),
+) -> io::Result<SessionHeader> {
+    let mut parents: Vec<Option<usize>> = Vec::new();
+    scan_entries(path, |_, _, parent| parents.push(parent))?;
+    let mut on_chain = vec![false; parents.len()];
+    let mut at = parents.len().checked_sub(1);
+    while let Some(i) = at {
+        on_chain[i] = true;
+        at = parents[i];
+    }
+    let mut session = empty(path);
+    scan(path, &mut session, |_, entry, here, _| {
+        if on_chain.get(here).copied().unwrap_or(false) {
+            match entry.body {
+                EntryBody::Message(message) => each(message),
+                EntryBody::Compaction { summary, .. } => {
+                    each(AgentMessage::CompactionSummary(summary))
+                }
+                _ => {}
+            }
+        }
+        true
+    })?;
+    Ok(session.header)
+}
+
 /// Hands every readable entry of the file to `each`, with its index and its parent's.
 pub(crate) fn scan_entries(
     path: &Path,
