@@ -41,7 +41,8 @@ impl Format {
     }
 }
 
-/// The session as `format`, keys redacted.
+/// The session as `format`, keys redacted (in memory: for tests; the commands stream).
+#[cfg(test)]
 pub fn render(
     title: &str,
     messages: &[AgentMessage],
@@ -204,14 +205,6 @@ pub fn create(path: &Path) -> std::io::Result<std::fs::File> {
     platform::fs::create_private_file(path)
 }
 
-/// Writes `text` to `path`, readable by its owner only (it holds the conversation: code,
-/// command output).
-pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    platform::fs::write_private_atomic(path, text.as_bytes())
-}
 
 /// What a call did, in one line: its command, path or URL, else its arguments.
 fn call_line(call: &ToolCall) -> String {

@@ -129,32 +129,30 @@ impl Host for TuiHost {
         models
     }
 
-    fn export(
-        &self,
-        messages: &[agent_core::AgentMessage],
-        path: Option<String>,
-    ) -> Result<String, String> {
-        let id = self
-            .sessions
-            .current()
-            .map_or_else(|| "conversation".to_string(), |(_, id)| id);
-        let path = match path {
+    async fn export(&self, path: Option<String>) -> Result<String, String> {
+        // From the session file, a message at a time: a copy of a long history would double
+        // the agent's memory.
+        let Some((file, id)) = self.sessions.current() else {
+            return Err("nothing is recorded with --no-session".into());
+        };
+        let out = match path {
             Some(path) => self.sessions.cwd.join(path),
             None => self.sessions.cwd.join(format!("{id}.html")),
         };
-        let format = crate::export::Format::of_path(&path);
-        let text = crate::export::render(
-            &format!("coding-agent session {id}"),
-            messages,
-            format,
-            &self.redactor,
-        );
-        crate::export::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let n = messages.len();
+        let format = crate::export::Format::of_path(&out);
+        let redactor = self.redactor.clone();
+        let target = out.clone();
+        let count = tokio::task::spawn_blocking(move || {
+            let written = crate::export::create(&target)?;
+            crate::export::stream(&file, std::io::BufWriter::new(written), format, &redactor)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("{}: {e}", out.display()))?;
         Ok(format!(
-            "Exported {n} message{} to {} (mode 0600).",
-            if n == 1 { "" } else { "s" },
-            path.display()
+            "Exported {count} message{} to {} (mode 0600).",
+            if count == 1 { "" } else { "s" },
+            out.display()
         ))
     }
 

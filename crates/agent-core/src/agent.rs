@@ -187,6 +187,21 @@ impl Agent {
         self.ask(Command::TakeQueued).await
     }
 
+    /// Runs `look` over the history where the agent keeps it and returns what it gives: no
+    /// copy of the history is made (a snapshot of a long session is its size again). It
+    /// runs on the agent's task, so it must be quick.
+    pub async fn inspect<R: Send + 'static>(
+        &self,
+        look: impl FnOnce(&[AgentMessage]) -> R + Send + 'static,
+    ) -> Result<R, AgentError> {
+        self.ask(|reply: Reply<R>| {
+            Command::Inspect(Box::new(move |messages| {
+                let _ = reply.send(look(messages));
+            }))
+        })
+        .await
+    }
+
     pub async fn snapshot(&self) -> Result<AgentSnapshot, AgentError> {
         self.ask(Command::Snapshot).await
     }

@@ -246,6 +246,7 @@ impl Owner {
                 self.hand_back(taken.clone());
                 let _ = reply.send(taken);
             }
+            Command::Inspect(look) => look(&self.messages),
             Command::Snapshot(reply) => {
                 let _ = reply.send(AgentSnapshot {
                     messages: self.messages.clone(),

@@ -122,6 +122,8 @@ pub(crate) enum Command {
     Announce(AgentEvent),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
+    /// Runs over the history where it is, no copy made (see `Agent::inspect`).
+    Inspect(Box<dyn FnOnce(&[AgentMessage]) + Send>),
     Subscribe(mpsc::UnboundedSender<AgentEvent>, Deltas),
     WaitIdle(Reply<()>),
 }

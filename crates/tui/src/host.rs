@@ -93,13 +93,9 @@ pub trait Host: Send + Sync + 'static {
     fn expand(&self, _text: &str) -> Result<Option<String>, String> {
         Ok(None)
     }
-    /// `/export`: writes `messages` (the conversation as the agent has it) to `path`, or a
-    /// default file; says where.
-    fn export(
-        &self,
-        _messages: &[agent_core::AgentMessage],
-        _path: Option<String>,
-    ) -> Result<String, String> {
+    /// `/export`: writes the session's current branch to `path`, or a default file; says
+    /// where.
+    async fn export(&self, _path: Option<String>) -> Result<String, String> {
         Err("this session cannot export".into())
     }
     /// `/skills`: the skills and where each came from.

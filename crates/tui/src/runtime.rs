@@ -321,9 +321,9 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         if std::mem::take(&mut app.wants_estimate) {
             let (agent, host, tx) = (agent.clone(), host.clone(), ui_tx.clone());
             tokio::spawn(async move {
-                if let Ok(snapshot) = agent.snapshot().await
-                    && let Some(tokens) = host.estimate_context(&snapshot.messages)
-                {
+                // Counted where the history is: a snapshot would copy all of it.
+                let estimate = agent.inspect(move |messages| host.estimate_context(messages));
+                if let Ok(Some(tokens)) = estimate.await {
                     let _ = tx.send(Ui::ContextEstimate(tokens));
                 }
             });
@@ -737,13 +737,10 @@ fn perform(
             });
         }
         Action::Export(path) => {
-            let (agent, host, tx) = (agent.clone(), ctx.host.clone(), ui_tx.clone());
+            let (host, tx) = (ctx.host.clone(), ui_tx.clone());
             tokio::spawn(async move {
-                let note = match agent.snapshot().await {
-                    Ok(snapshot) => match host.export(&snapshot.messages, path) {
-                        Ok(done) => done,
-                        Err(err) => format!("Cannot export: {err}"),
-                    },
+                let note = match host.export(path).await {
+                    Ok(done) => done,
                     Err(err) => format!("Cannot export: {err}"),
                 };
                 let _ = tx.send(Ui::Notice(note));
