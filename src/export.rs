@@ -205,7 +205,6 @@ pub fn create(path: &Path) -> std::io::Result<std::fs::File> {
     platform::fs::create_private_file(path)
 }
 
-
 /// What a call did, in one line: its command, path or URL, else its arguments.
 fn call_line(call: &ToolCall) -> String {
     for key in ["command", "path", "url", "pattern"] {
