@@ -187,7 +187,14 @@ fn export(home: &Path, cwd: &Path) {
     }
 }
 
+/// The largest peak RSS of the children waited for so far (0 where there is no getrusage).
+#[cfg(not(unix))]
+fn children_peak_rss_mb() -> f64 {
+    0.0
+}
+
 /// The largest peak RSS of the children waited for so far.
+#[cfg(unix)]
 fn children_peak_rss_mb() -> f64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid rusage to fill.

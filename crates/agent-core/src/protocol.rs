@@ -123,10 +123,13 @@ pub(crate) enum Command {
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
     /// Runs over the history where it is, no copy made (see `Agent::inspect`).
-    Inspect(Box<dyn FnOnce(&[AgentMessage]) + Send>),
+    Inspect(Look),
     Subscribe(mpsc::UnboundedSender<AgentEvent>, Deltas),
     WaitIdle(Reply<()>),
 }
+
+/// A look at the history (`Command::Inspect`).
+pub(crate) type Look = Box<dyn FnOnce(&[AgentMessage]) + Send>;
 
 /// Whether a subscriber gets the streaming deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
