@@ -215,17 +215,6 @@ fn call_line(call: &ToolCall) -> String {
     call.arguments.to_string()
 }
 
-fn user_text(content: &[UserContent]) -> String {
-    content
-        .iter()
-        .filter_map(|c| match c {
-            UserContent::Text { text } => Some(text.as_str()),
-            UserContent::Image(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 // --- markdown ---------------------------------------------------------------------------
 
 /// One message as markdown (an assistant's tool calls come with their results).
@@ -233,7 +222,7 @@ fn md_message(message: &AgentMessage) -> String {
     let mut out = String::new();
     match message {
         AgentMessage::User(user) => {
-            let _ = write!(out, "\n## You\n\n{}\n", user_text(&user.content));
+            let _ = write!(out, "\n## You\n\n{}\n", user.plain_text());
             let images = user
                 .content
                 .iter()

@@ -293,6 +293,23 @@ fn session_files(home: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// A session whose first task runs a command that waits, with "use tabs" queued to steer it;
+/// `answer` is the next reply.
+fn steering_a_running_command(server: &MockServer, screen: &[&str], answer: &str) -> Session {
+    let mut session = Session::start_with(server, screen, |_| {});
+    server.push(waiting_tool(&session.flag()));
+    server.push(Reply::text(answer));
+    session.wait_for("Type a message");
+    session.type_text("first task");
+    session.send("\r");
+    session.wait_for("● bash");
+    wait_until_running(&session);
+    session.type_text("use tabs");
+    session.send("\r");
+    session.wait_for("steer: use tabs");
+    session
+}
+
 #[test]
 fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back() {
     esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(&[]);
@@ -306,17 +323,7 @@ fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_on_the_
 fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(screen: &[&str]) {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start_with(&server, screen, |_| {});
-    server.push(waiting_tool(&session.flag()));
-    server.push(Reply::text("Steered answer."));
-    session.wait_for("Type a message");
-    session.type_text("first task");
-    session.send("\r");
-    session.wait_for("● bash");
-    wait_until_running(&session);
-    session.type_text("use tabs");
-    session.send("\r");
-    session.wait_for("steer: use tabs");
+    let mut session = steering_a_running_command(&server, screen, "Steered answer.");
     session.type_text("then write docs");
     session.send("\x1b\r");
     session.wait_for("follow-up: then write docs");
@@ -337,17 +344,7 @@ fn esc_with_queued_messages_sends_the_steer_and_gives_the_follow_up_back_in(scre
 fn a_second_esc_keeps_the_queued_steer_in_the_editor() {
     let rt = runtime();
     let server = rt.block_on(MockServer::start(Script::default())).unwrap();
-    let mut session = Session::start_with(&server, &[], |_| {});
-    server.push(waiting_tool(&session.flag()));
-    server.push(Reply::text("Sent when I chose."));
-    session.wait_for("Type a message");
-    session.type_text("first task");
-    session.send("\r");
-    session.wait_for("● bash");
-    wait_until_running(&session);
-    session.type_text("use tabs");
-    session.send("\r");
-    session.wait_for("steer: use tabs");
+    let mut session = steering_a_running_command(&server, &[], "Sent when I chose.");
     session.send("\x1b");
     session.wait_for("Interrupted — sending your queued message next");
     session.send("\x1b");
