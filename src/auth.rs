@@ -42,7 +42,13 @@ impl Auth {
     pub fn load(home: &session::Home) -> Result<Self, String> {
         let path = Self::path(home);
         match std::fs::read_to_string(&path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+            // Only where and what: toml's full message quotes the line, which may be a key.
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                let line = e
+                    .span()
+                    .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+                format!("{}: line {line}: {}", path.display(), e.message())
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
@@ -109,5 +115,10 @@ mod tests {
         }
         std::fs::write(&path, "keys = 3").unwrap();
         assert!(Auth::load(&home).unwrap_err().contains("auth.toml"));
+        // A damaged file's error names the line, never quotes it (it may hold a key).
+        std::fs::write(&path, "[keys]\nopenai = \"sk-secret-in-a-broken-line\n").unwrap();
+        let err = Auth::load(&home).unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
     }
 }

@@ -127,6 +127,10 @@ impl<'a, W: Write> Writer<'a, W> {
     }
 
     fn message(&mut self, message: &AgentMessage) {
+        // Keys out of the texts before they are rendered: highlighting could split one across
+        // elements, where the redaction of the written piece would not see it whole.
+        let redacted = self.redacted(message);
+        let message = redacted.as_ref().unwrap_or(message);
         if let AgentMessage::ToolResult(result) = message {
             if let Some(i) = self
                 .pending
@@ -164,6 +168,18 @@ impl<'a, W: Write> Writer<'a, W> {
                 })
                 .collect();
         }
+    }
+
+    /// `message` with the keys the redactor knows replaced, when it holds one.
+    fn redacted(&self, message: &AgentMessage) -> Option<AgentMessage> {
+        if self.redactor.is_empty() {
+            return None;
+        }
+        let mut value = serde_json::to_value(message).ok()?;
+        if self.redactor.json(&mut value) == 0 {
+            return None;
+        }
+        serde_json::from_value(value).ok()
     }
 
     /// Ends the open assistant message: calls that never got a result are written without.

@@ -39,7 +39,8 @@ fn conversation() -> Vec<AgentMessage> {
         AssistantContent::Text {
             text: format!(
                 "Here is the plan <img src=x onerror=alert(3)> and [a link](javascript:alert(4)).\n\n\
-                 ```rust\nfn main() {{ println!(\"{HOSTILE}\"); }}\n```\n"
+                 ```rust\nfn main() {{ println!(\"{HOSTILE}\"); }}\n```\n\n\
+                 ```js\nconst key = {KEY};\n```\n"
             ),
         },
         AssistantContent::ToolCall(ToolCall {

@@ -255,19 +255,32 @@ impl Guard {
             return Ok(());
         };
         let rules = self.rules.rules(&self.project).map_err(|e| e.to_string())?;
-        let allowed = rules.allows_host(&host);
+        // A host at a private or loopback address (this machine's services, the network's,
+        // a cloud's metadata) is asked about as such, with a rule of its own: allowing a
+        // public host must not let it later resolve to them.
+        let private = private_address(&host).await;
+        let (allowed, rule) = match &private {
+            Some(_) => (
+                rules.allows_private_host(&host),
+                sandbox::web_rule_private(&host),
+            ),
+            None => (rules.allows_host(&host), sandbox::web_rule(&host)),
+        };
         if allowed && self.mode != ApprovalMode::Untrusted {
             return Ok(());
         }
-        let reason = if allowed {
-            format!("reads {host} on the web (approval mode untrusted)")
-        } else {
-            format!("reads {host} on the web, a host not allowed here yet")
+        let reason = match (&private, allowed) {
+            (Some(ip), _) => format!(
+                "reads {host}, a private or loopback address ({ip}): a service of this \
+                 machine or its network"
+            ),
+            (None, true) => format!("reads {host} on the web (approval mode untrusted)"),
+            (None, false) => format!("reads {host} on the web, a host not allowed here yet"),
         };
         let question = Question {
             subject: url.to_string(),
             reason,
-            rule: Some(sandbox::web_rule(&host)),
+            rule: Some(rule),
             ..Question::default()
         };
         self.ask(approvals, question).await
@@ -297,6 +310,23 @@ impl Guard {
             _ => Ok(()),
         }
     }
+}
+
+/// The first private or loopback address `host` is (an IP) or resolves to, if any (a name
+/// that does not resolve has none: the fetch fails on its own).
+async fn private_address(host: &str) -> Option<std::net::IpAddr> {
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
+        return tools::is_private(ip).then_some(ip);
+    }
+    let found = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::lookup_host((host, 0)),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    found.map(|a| a.ip()).find(|ip| tools::is_private(*ip))
 }
 
 /// Whether commands are written in bash's syntax, the one the read-only check reads

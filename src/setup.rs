@@ -164,13 +164,13 @@ pub async fn build(
 
     let safety = crate::safety::build(cli, config, &home, &cwd);
     let mut tool_options = tool_options(config, &registry);
-    // A host the user allowed by name (a `web:` rule) may be a private address for fetch.
+    // A host the user allowed at a private address (asked as such) may be one for fetch.
     let guard = safety.guard.clone();
     tool_options.fetch.host_allowed = Arc::new(move |host| {
         guard
             .rules
             .rules(&guard.project)
-            .is_ok_and(|rules| rules.allows_host(host))
+            .is_ok_and(|rules| rules.allows_private_host(host))
     });
     tool_options.bash.sandbox = safety.sandbox.clone();
     let chat_only = preset.as_ref().is_some_and(|p| p.chat_only);

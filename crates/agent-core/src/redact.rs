@@ -121,6 +121,14 @@ impl Redactor {
         changed
     }
 
+    /// Replaces every key in the strings of `value`; returns how many it changed.
+    pub fn json(&self, value: &mut Value) -> usize {
+        if self.is_empty() {
+            return 0;
+        }
+        self.value(value)
+    }
+
     fn value(&self, value: &mut Value) -> usize {
         match value {
             Value::String(s) => match self.text(s) {

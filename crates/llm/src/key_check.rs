@@ -23,7 +23,15 @@ const DEADLINE: Duration = Duration::from_secs(10);
 /// Asks `model`'s provider whether it takes `key`.
 pub async fn check_key(model: &Model, key: &str) -> KeyCheck {
     let url = format!("{}/models", model.base_url.trim_end_matches('/'));
-    let client = crate::http::client();
+    // No redirect is followed: one to another host would carry the key (reqwest drops only
+    // `authorization` on the way, and Anthropic's key is in `x-api-key`).
+    let client = match crate::http::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+    {
+        Ok(client) => client,
+        Err(err) => return KeyCheck::Unchecked(format!("no HTTP client: {err}")),
+    };
     let mut request = client.get(&url).timeout(DEADLINE);
     for (name, value) in (wire::of(model.api).key_headers)(key) {
         request = request.header(name, value);

@@ -56,6 +56,7 @@ pub use policy::{AGENT_HOME_READABLE, Policy, SandboxMode, UnknownSandboxMode, W
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{
     ApprovalStore, AskReason, Decision, ProjectRules, WEB_RULE, suggest_prefix, web_rule,
+    web_rule_private,
 };
 pub use servers::ServerStore;
 pub use shell::{Hazard, ParseError, is_known_read_only};

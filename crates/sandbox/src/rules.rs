@@ -129,16 +129,31 @@ impl ProjectRules {
 /// command, whatever the command's words.
 pub const WEB_RULE: &str = "web:";
 
-/// The rule that allows fetching from `host`.
+/// The rule that allows fetching from `host` (at public addresses).
 pub fn web_rule(host: &str) -> Vec<String> {
     vec![WEB_RULE.to_string(), host.to_ascii_lowercase()]
+}
+
+/// The rule that allows fetching from `host` at a private or loopback address too: given
+/// only when the user was asked about that address, so a public host allowed once cannot
+/// later resolve to the machine's own services.
+pub fn web_rule_private(host: &str) -> Vec<String> {
+    vec![
+        WEB_RULE.to_string(),
+        host.to_ascii_lowercase(),
+        "private".to_string(),
+    ]
 }
 
 impl ProjectRules {
     /// Whether the user allowed fetching from `host` here.
     pub fn allows_host(&self, host: &str) -> bool {
-        let rule = web_rule(host);
-        self.prefixes.contains(&rule)
+        self.prefixes.contains(&web_rule(host)) || self.allows_private_host(host)
+    }
+
+    /// Whether the user allowed `host` here at a private or loopback address.
+    pub fn allows_private_host(&self, host: &str) -> bool {
+        self.prefixes.contains(&web_rule_private(host))
     }
 }
 

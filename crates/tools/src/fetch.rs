@@ -74,6 +74,9 @@ impl FetchTool {
                     host_allowed: self.options.host_allowed.clone(),
                 });
                 llm::http_client_builder()
+                    // No proxy from the environment: through one, the proxy would resolve
+                    // the target, and the check of its addresses would be skipped.
+                    .no_proxy()
                     .dns_resolver(resolver)
                     // Redirects are followed here, one hop at a time, each checked.
                     .redirect(reqwest::redirect::Policy::none())
@@ -87,28 +90,47 @@ impl FetchTool {
     }
 }
 
-/// Whether an address is one a fetch may not reach unless the user allowed its host by name:
-/// loopback, private, link-local (cloud metadata), unique-local, unspecified.
+/// Whether an address is one a fetch may not reach unless the user allowed its host at such
+/// an address: anything but the public internet — loopback, private, link-local (cloud
+/// metadata), carrier-grade NAT, "this network", benchmarking, reserved, multicast, and the
+/// IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4).
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
-                || v4.is_unspecified()
                 || v4.is_broadcast()
-                // 100.64/10, carrier-grade NAT: not the public internet either.
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (b & 0xc0) == 64)
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (b & 0xfe) == 18)
+                || a >= 240
         }
         IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
+            let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| {
+                is_private(IpAddr::V4(std::net::Ipv4Addr::new(
+                    (hi >> 8) as u8,
+                    hi as u8,
+                    (lo >> 8) as u8,
+                    lo as u8,
+                )))
+            };
             v6.is_loopback()
                 || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| is_private(IpAddr::V4(v4)))
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || v6.to_ipv4_mapped().is_some_and(|v4| is_private(IpAddr::V4(v4)))
+                // IPv4-compatible (::a.b.c.d).
+                || (s[..6] == [0; 6] && embedded(s[6], s[7]))
+                // NAT64 (64:ff9b::/96) reaches the IPv4 address it carries.
+                || (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] && embedded(s[6], s[7]))
+                // 6to4 (2002::/16) carries one in bits 16-48.
+                || (s[0] == 0x2002 && embedded(s[1], s[2]))
         }
     }
 }
@@ -276,7 +298,7 @@ async fn fetch(
     let (body, complete) = read_capped(response).await?;
     let text = decode(&body, &content_type);
     let (kind, content) = if content_type.contains("html") || looks_like_html(&text) {
-        ("HTML as markdown", to_markdown(&text))
+        ("HTML as markdown", to_markdown(text).await)
     } else if is_text(&content_type, &body) {
         ("text", text)
     } else {
@@ -357,14 +379,97 @@ fn is_text(content_type: &str, body: &[u8]) -> bool {
         || (content_type.is_empty() && !body.iter().take(8192).any(|&b| b == 0))
 }
 
+/// Deepest nesting of elements converted to markdown: the converter recurses once per level,
+/// and a page of ten thousand nested `<div>`s would overflow a stack.
+const MAX_NESTING: usize = 512;
+
 /// HTML as markdown, without what a reader does not see (scripts, styles, forms' machinery).
-fn to_markdown(html: &str) -> String {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec![
-            "script", "style", "noscript", "template", "iframe", "svg", "canvas", "head",
-        ])
-        .build();
-    converter.convert(html).unwrap_or_else(|_| html.to_string())
+/// Converted on a thread of its own with a large stack (a hostile page must not take the agent
+/// down); a page nested deeper than [`MAX_NESTING`] is shown as its text without the tags.
+async fn to_markdown(html: String) -> String {
+    if nesting(&html) > MAX_NESTING {
+        return strip_tags(&html);
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("fetch-markdown".into())
+        .stack_size(64 * 1024 * 1024)
+        .spawn(move || {
+            let converter = htmd::HtmlToMarkdown::builder()
+                .skip_tags(vec![
+                    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "head",
+                ])
+                .build();
+            let _ = tx.send(
+                converter
+                    .convert(&html)
+                    .unwrap_or_else(|_| strip_tags(&html)),
+            );
+        });
+    match spawned {
+        Ok(_) => rx.await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// How deep `html`'s elements nest, roughly (void elements and self-closing tags left out):
+/// enough to tell a document from a bomb.
+fn nesting(html: &str) -> usize {
+    const VOID: [&str; 14] = [
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr",
+    ];
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let bytes = html.as_bytes();
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'<') {
+        i += at + 1;
+        let Some(&next) = bytes.get(i) else { break };
+        let end = bytes[i..]
+            .iter()
+            .position(|&b| b == b'>')
+            .map_or(bytes.len(), |e| i + e);
+        let tag = &html[i..end];
+        if next == b'/' {
+            depth = depth.saturating_sub(1);
+        } else if next.is_ascii_alphabetic() && !tag.ends_with('/') {
+            let name: String = tag
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+                .to_ascii_lowercase();
+            if !VOID.contains(&name.as_str()) {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+        }
+        i = end.min(bytes.len());
+    }
+    deepest
+}
+
+/// `html` without its tags (and without what is inside `<script>` and `<style>`).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() / 2);
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let lower = rest.get(..8).unwrap_or(rest).to_ascii_lowercase();
+        let skip_to = if lower.starts_with("<script") {
+            "</script>"
+        } else if lower.starts_with("<style") {
+            "</style>"
+        } else {
+            ">"
+        };
+        match rest.to_ascii_lowercase().find(skip_to) {
+            Some(end) => rest = &rest[end + skip_to.len()..],
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The longest prefix of `text` within both limits, ending at a line end; and whether it was

@@ -64,6 +64,12 @@ fn page(path: &str, port: u16) -> Page {
             body: b"<html><body><p>Caf\xe9 cr\xe8me</p></body></html>".to_vec(),
             slow: false,
         },
+        // Ten thousand nested elements: converted, it would overflow a stack.
+        "/deep" => html(&format!(
+            "{}bottom{}",
+            "<div>".repeat(10_000),
+            "</div>".repeat(10_000)
+        )),
         "/binary" => Page {
             status: "200 OK",
             headers: vec![("content-type".into(), "image/png".into())],
@@ -238,6 +244,16 @@ async fn private_addresses_are_refused_unless_allowed_by_name() {
     assert!(run(&by_name, &format!("http://{addr}/doc")).await.is_err());
 }
 
+#[tokio::test]
+async fn a_page_nested_too_deep_comes_as_text_and_the_agent_survives() {
+    let addr = serve().await;
+    let out = run(&tool(&["127.0.0.1"]), &format!("http://{addr}/deep"))
+        .await
+        .unwrap();
+    assert!(out.contains("bottom"), "{}", &out[..out.len().min(300)]);
+    assert!(!out.contains("<div>"));
+}
+
 #[test]
 fn private_ranges_are_recognised() {
     for private in [
@@ -253,6 +269,13 @@ fn private_ranges_are_recognised() {
         "fd12::1",
         "fe80::1",
         "::ffff:127.0.0.1",
+        "::127.0.0.1",
+        "64:ff9b::a00:1",
+        "2002:7f00:1::",
+        "0.1.2.3",
+        "198.18.0.1",
+        "240.0.0.1",
+        "224.0.0.1",
     ] {
         assert!(is_private(private.parse().unwrap()), "{private}");
     }

@@ -337,4 +337,9 @@ fn a_web_rule_allows_a_host_and_never_a_command() {
     assert!(!rules.allows_host("evil.example"));
     assert!(!rules.allows("web: docs.rs"));
     assert!(!rules.allows("'web:' docs.rs --upload ~/.ssh"));
+    // Allowed at public addresses only: not at private ones.
+    assert!(!rules.allows_private_host("docs.rs"));
+    let rules = ProjectRules::new(vec![web_rule_private("intranet")]);
+    assert!(rules.allows_host("intranet") && rules.allows_private_host("intranet"));
+    assert!(!rules.allows("web: intranet private"));
 }
