@@ -88,13 +88,7 @@ pub async fn run(
             let Some(model) = model else {
                 return Ok(format!("the key for {provider} was not checked"));
             };
-            match llm::check_key(&model, &key).await {
-                llm::KeyCheck::Accepted => Ok(format!("{provider} accepted the key")),
-                llm::KeyCheck::Rejected(said) => Err(said),
-                llm::KeyCheck::Unchecked(why) => {
-                    Ok(format!("the key could not be checked ({why})"))
-                }
-            }
+            llm::check_key(&model, &key).await.said(&provider)
         })
     });
     let result = tui::setup_screen::run(screen, check, check_key)

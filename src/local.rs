@@ -157,36 +157,38 @@ pub async fn resumed_server(
     if cli.model.is_some() || cli.base_url.is_some() {
         return Ok(None);
     }
-    let server = match local::inspect(url, URL_DEADLINE).await {
-        Ok(server) => server,
-        Err(e) => {
-            let named = local::named_server(url, &session.model);
-            let mut preset = preset(&named, named.preferred(), false, true);
-            preset.model.provider = session.provider.clone();
-            preset.model.base_url = url.to_string();
-            preset.notices = vec![format!(
+    // Down, it is still the session's server: a notice says so, and its window, which
+    // nothing says now, is not announced as assumed.
+    let (server, notice) = match local::inspect(url, URL_DEADLINE).await {
+        Ok(server) => (Some(server), None),
+        Err(e) => (
+            None,
+            Some(format!(
                 "This session ran on {} at {url} (model {}), which does not answer: {e}. \
                  Start that server again, or go on with another model (/model, or \
                  --base-url URL --model NAME, or --model PROVIDER/MODEL).",
                 session.provider, session.model
-            )];
-            return Ok(Some(preset));
-        }
+            )),
+        ),
     };
-    let listed = server.models.iter().find(|m| m.id == session.model);
+    let window_given = cli.context_window.is_some() || notice.is_some();
+    let listed = server.as_ref().and_then(|s| {
+        s.models
+            .iter()
+            .find(|m| m.id == session.model)
+            .map(|m| (s, m))
+    });
     let mut preset = match listed {
-        Some(model) => preset(&server, Some(model), false, cli.context_window.is_some()),
-        // It does not list the model (or lists none): the session's, as it was named.
+        Some((server, model)) => preset(server, Some(model), false, window_given),
+        // It does not list the model, or does not answer: the session's, as it was named.
         None => {
             let named = local::named_server(url, &session.model);
-            preset(
-                &named,
-                named.preferred(),
-                false,
-                cli.context_window.is_some(),
-            )
+            preset(&named, named.preferred(), false, window_given)
         }
     };
+    if let Some(notice) = notice {
+        preset.notices = vec![notice];
+    }
     // The session's own names: what it was recorded with.
     preset.model.provider = session.provider.clone();
     preset.model.id = session.model.clone();

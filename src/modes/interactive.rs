@@ -181,13 +181,10 @@ impl Host for TuiHost {
     }
 
     async fn add_key(&self, model: Model, key: String) -> Result<String, String> {
-        let checked = match llm::check_key(&model, &key).await {
-            llm::KeyCheck::Rejected(said) => {
-                return Err(format!("{said} — paste another key, or Esc"));
-            }
-            llm::KeyCheck::Accepted => format!("{} accepted the key", model.provider),
-            llm::KeyCheck::Unchecked(why) => format!("the key could not be checked ({why})"),
-        };
+        let checked = llm::check_key(&model, &key)
+            .await
+            .said(&model.provider)
+            .map_err(|said| format!("{said} — paste another key, or Esc"))?;
         let home = &self.sessions.home;
         let mut auth = crate::auth::Auth::load(home)?;
         auth.keys.insert(model.provider.clone(), key.clone());

@@ -362,7 +362,7 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut parts = vec![err.to_string()];
     let mut source = err.source();
     while let Some(inner) = source {

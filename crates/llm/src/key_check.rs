@@ -17,6 +17,18 @@ pub enum KeyCheck {
     Unchecked(String),
 }
 
+impl KeyCheck {
+    /// What to tell the user: `Ok` (the key is kept) when `provider` accepted it or could not
+    /// say, `Err` with the provider's words when it refused it.
+    pub fn said(self, provider: &str) -> Result<String, String> {
+        match self {
+            Self::Accepted => Ok(format!("{provider} accepted the key")),
+            Self::Rejected(said) => Err(said),
+            Self::Unchecked(why) => Ok(format!("the key could not be checked ({why})")),
+        }
+    }
+}
+
 /// How long the check may take: a key is worth keeping even when the provider is slow.
 const DEADLINE: Duration = Duration::from_secs(10);
 

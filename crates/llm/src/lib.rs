@@ -32,7 +32,7 @@ mod wire;
 
 pub use builder::AssistantBuilder;
 pub use event::StreamEvent;
-pub use http::{client_builder as http_client_builder, is_context_overflow};
+pub use http::{client_builder as http_client_builder, error_chain, is_context_overflow};
 pub use key_check::{KeyCheck, check_key};
 pub use message::{
     AssistantContent, AssistantMessage, ErrorKind, ImageContent, InvalidArguments, Message,

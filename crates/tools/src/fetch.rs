@@ -257,7 +257,7 @@ async fn fetch(
             .get(url.clone())
             .send()
             .await
-            .map_err(|e| format!("fetching {url} failed: {}", error_chain(&e)))?;
+            .map_err(|e| format!("fetching {url} failed: {}", llm::error_chain(&e)))?;
         if !response.status().is_redirection() {
             break response;
         }
@@ -333,11 +333,13 @@ async fn fetch(
 /// The body, at most [`MAX_BODY`] bytes of it, and whether that was all.
 async fn read_capped(mut response: reqwest::Response) -> Result<(Vec<u8>, bool), String> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("reading {} failed: {}", response.url(), error_chain(&e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        format!(
+            "reading {} failed: {}",
+            response.url(),
+            llm::error_chain(&e)
+        )
+    })? {
         let room = MAX_BODY - body.len();
         if chunk.len() >= room {
             body.extend_from_slice(&chunk[..room]);
@@ -491,20 +493,6 @@ fn head_of(text: &str, max_lines: usize, max_bytes: usize) -> (&str, bool) {
         end += line.len();
     }
     (text, false)
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        if !out.contains(&said) {
-            out.push_str(": ");
-            out.push_str(&said);
-        }
-        source = cause.source();
-    }
-    out
 }
 
 #[cfg(test)]
