@@ -81,6 +81,7 @@ fn write_session(home: &Path, cwd: &Path) -> (usize, u64, String) {
         context_window: 200_000,
         max_output: 8_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     };
     let home = Home::new(home);

@@ -346,6 +346,7 @@ impl Config {
                     context_window: model.context_window.unwrap_or(128_000),
                     max_output: model.max_output.unwrap_or(16_384),
                     reasoning: model.reasoning,
+                    images: false,
                     cost: model.cost,
                 });
             }

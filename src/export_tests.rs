@@ -19,14 +19,8 @@ fn conversation() -> Vec<AgentMessage> {
             UserContent::Text {
                 text: format!("fix it {HOSTILE} with {KEY}"),
             },
-            UserContent::Image(ImageContent {
-                data: "iVBORw0KGgo=".into(),
-                mime_type: "image/png".into(),
-            }),
-            UserContent::Image(ImageContent {
-                data: "PHNjcmlwdD4=".into(),
-                mime_type: "text/html".into(),
-            }),
+            UserContent::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+            UserContent::Image(ImageContent::new("PHNjcmlwdD4=", "text/html")),
         ],
         timestamp: 0,
     });

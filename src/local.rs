@@ -219,6 +219,7 @@ fn preset(
                     max_context: None,
                     loaded: false,
                     tools: None,
+                    images: false,
                 })
             }),
             models,

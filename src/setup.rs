@@ -565,6 +565,7 @@ pub fn resolve_model(
             context_window: known.as_ref().map_or(128_000, |m| m.context_window),
             max_output: known.as_ref().map_or(16_384, |m| m.max_output),
             reasoning: known.as_ref().is_some_and(|m| m.reasoning),
+            images: known.as_ref().is_some_and(|m| m.images),
             cost: known.map_or(ModelCost::default(), |m| m.cost),
         });
     }

@@ -136,10 +136,7 @@ mod tests {
     #[test]
     fn bad_images_become_a_note() {
         let image = |data: &str, mime: &str| {
-            UserContent::Image(ImageContent {
-                data: data.into(),
-                mime_type: mime.into(),
-            })
+            UserContent::Image(ImageContent::new(data, mime))
         };
         let output = ToolOutput {
             content: vec![

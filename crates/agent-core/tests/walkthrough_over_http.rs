@@ -111,6 +111,7 @@ async fn prompt_tool_steer_follow_up_abort_and_resume_over_http() {
         context_window: 32_000,
         max_output: 1_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     };
     let mut config = AgentConfig::new(model, Arc::new(llm::Router::new()));

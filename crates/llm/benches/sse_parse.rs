@@ -26,6 +26,7 @@ fn model(api: Api) -> Model {
         context_window: 200_000,
         max_output: 64_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

@@ -332,10 +332,10 @@ fn content_blocks(content: &[UserContent]) -> Vec<Value> {
             // The API rejects empty text blocks.
             UserContent::Text { text } if text.is_empty() => None,
             UserContent::Text { text } => Some(json!({"type": "text", "text": text})),
-            UserContent::Image(image) => Some(json!({
-                "type": "image",
-                "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
-            })),
+            UserContent::Image(image) => Some(image.to_wire(
+                |mime, data| json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}),
+                |text| json!({"type": "text", "text": text}),
+            )),
         })
         .collect()
 }
@@ -366,6 +366,7 @@ mod tests {
             context_window: 200_000,
             max_output: 4096,
             reasoning: true,
+            images: false,
             cost: ModelCost::default(),
         }
     }

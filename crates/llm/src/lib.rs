@@ -46,4 +46,4 @@ pub use retry::RetryPolicy;
 pub use router::{Router, api_key_env, is_hosted_provider};
 pub use sse::replay;
 pub use url::{BaseUrlError, check_base_url, is_local_url};
-pub use wire::UnknownApi;
+pub use wire::{ImageLimit, UnknownApi, image_limit};

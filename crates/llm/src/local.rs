@@ -170,6 +170,9 @@ pub struct LocalModel {
     pub loaded: bool,
     /// `Some(false)` when the server says the model cannot call tools.
     pub tools: Option<bool>,
+    /// The server says the model takes images (Ollama and LM Studio `vision`, llama.cpp
+    /// `modalities.vision`); other servers do not say, and their models are taken not to.
+    pub images: bool,
 }
 
 /// A running local server and its models.
@@ -216,6 +219,7 @@ impl LocalServer {
             // A quarter of a small window: the rest is for the prompt.
             max_output: (window / 4).clamp(256, 16_384),
             reasoning: false,
+            images: model.images,
             cost: ModelCost::default(),
         }
     }
@@ -274,6 +278,7 @@ pub fn named_server(url: &str, model: &str) -> LocalServer {
             max_context: None,
             loaded: true,
             tools: None,
+            images: false,
         }],
     }
 }
@@ -458,12 +463,18 @@ async fn ollama(client: &reqwest::Client, url: &str) -> Result<LocalServer, Stri
                 .and_then(|s| s.get("capabilities"))
                 .and_then(Value::as_array)
                 .map(|caps| caps.iter().any(|c| c.as_str() == Some("tools")));
+            let images = show
+                .as_ref()
+                .and_then(|s| s.get("capabilities"))
+                .and_then(Value::as_array)
+                .is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some("vision")));
             LocalModel {
                 id,
                 context_window,
                 max_context: trained,
                 loaded: in_memory.is_some(),
                 tools,
+                images,
             }
         })
         .collect();
@@ -523,6 +534,7 @@ async fn llama_cpp(client: &reqwest::Client, url: &str) -> Result<LocalServer, S
             max_context: None,
             loaded: true,
             tools: None,
+            images: props.pointer("/modalities/vision") == Some(&Value::Bool(true)),
         }],
     })
 }
@@ -553,6 +565,7 @@ async fn lm_studio(client: &reqwest::Client, url: &str) -> Result<LocalServer, S
                 .get("capabilities")
                 .and_then(Value::as_array)
                 .map(|caps| caps.iter().any(|c| c.as_str() == Some("tool_use")));
+            let images = m.get("type").and_then(Value::as_str) == Some("vlm");
             Some(LocalModel {
                 id,
                 context_window: m
@@ -562,6 +575,7 @@ async fn lm_studio(client: &reqwest::Client, url: &str) -> Result<LocalServer, S
                 max_context: max,
                 loaded,
                 tools,
+                images,
             })
         })
         .collect();
@@ -591,6 +605,7 @@ async fn openai_models(client: &reqwest::Client, url: &str) -> Result<LocalServe
                 max_context: None,
                 loaded: false,
                 tools: None,
+                images: false,
             })
         })
         .collect();
@@ -658,6 +673,7 @@ mod tests {
             max_context: None,
             loaded,
             tools: None,
+            images: false,
         };
         let server = LocalServer {
             kind: LocalKind::Ollama,

@@ -82,11 +82,78 @@ impl<'de> Deserialize<'de> for UserContent {
     }
 }
 
+/// An image. Fresh from a user or a tool it carries its bytes (`data`); once a session has
+/// stored it, the session file holds only its `sha256` and, loaded again, `stored_at` says
+/// where its bytes are: a resumed session reads them only when a request sends them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageContent {
-    /// Base64-encoded bytes.
+    /// Base64-encoded bytes; empty for a stored image not read yet.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub data: String,
     pub mime_type: String,
+    /// The SHA-256 of the bytes (hex), the name they are stored under beside the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// The file the bytes are stored in, when `data` is empty (set by the session loader).
+    #[serde(skip)]
+    pub stored_at: Option<std::path::PathBuf>,
+}
+
+impl ImageContent {
+    /// An image of base64 `data`.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            sha256: None,
+            stored_at: None,
+        }
+    }
+
+    /// The bytes, base64-encoded: `data`, or the stored file read now.
+    pub fn base64(&self) -> Result<std::borrow::Cow<'_, str>, String> {
+        use base64::Engine as _;
+        if !self.data.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.data));
+        }
+        let Some(path) = &self.stored_at else {
+            return Err("the image's bytes are missing".into());
+        };
+        let bytes = std::fs::read(path)
+            .map_err(|err| format!("the image stored at {} cannot be read: {err}", path.display()))?;
+        Ok(std::borrow::Cow::Owned(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ))
+    }
+
+    /// The bytes, decoded.
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        use base64::Engine as _;
+        if self.data.is_empty() {
+            let Some(path) = &self.stored_at else {
+                return Err("the image's bytes are missing".into());
+            };
+            return std::fs::read(path).map_err(|err| {
+                format!("the image stored at {} cannot be read: {err}", path.display())
+            });
+        }
+        base64::engine::general_purpose::STANDARD
+            .decode(self.data.as_bytes())
+            .map_err(|err| format!("the image's data is not base64: {err}"))
+    }
+
+    /// The image as one wire block: `image(mime_type, base64)`, or a text block naming what went
+    /// wrong when a stored image can no longer be read (the request still goes out).
+    pub fn to_wire(
+        &self,
+        image: impl FnOnce(&str, &str) -> Value,
+        text: impl FnOnce(String) -> Value,
+    ) -> Value {
+        match self.base64() {
+            Ok(data) => image(&self.mime_type, &data),
+            Err(why) => text(format!("[an image was left out: {why}]")),
+        }
+    }
 }
 
 /// Why the model stopped.

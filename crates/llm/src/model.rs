@@ -32,6 +32,10 @@ pub struct Model {
     pub context_window: u64,
     pub max_output: u64,
     pub reasoning: bool,
+    /// Whether the model takes images as input (`images = true` in the registry); a prompt
+    /// with an image for one that does not is refused before a request is made.
+    #[serde(default)]
+    pub images: bool,
     pub cost: ModelCost,
 }
 

@@ -326,10 +326,10 @@ fn user_content(content: &[UserContent]) -> Value {
             .iter()
             .map(|c| match c {
                 UserContent::Text { text } => json!({"type": "text", "text": text}),
-                UserContent::Image(image) => json!({
-                    "type": "image_url",
-                    "image_url": {"url": format!("data:{};base64,{}", image.mime_type, image.data)},
-                }),
+                UserContent::Image(image) => image.to_wire(
+                    |mime, data| json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}}),
+                    |text| json!({"type": "text", "text": text}),
+                ),
             })
             .collect(),
     )

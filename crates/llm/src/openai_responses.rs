@@ -312,10 +312,10 @@ fn user_message(content: &[UserContent]) -> Value {
         .iter()
         .map(|c| match c {
             UserContent::Text { text } => json!({"type": "input_text", "text": text}),
-            UserContent::Image(image) => json!({
-                "type": "input_image",
-                "image_url": format!("data:{};base64,{}", image.mime_type, image.data),
-            }),
+            UserContent::Image(image) => image.to_wire(
+                |mime, data| json!({"type": "input_image", "image_url": format!("data:{mime};base64,{data}")}),
+                |text| json!({"type": "input_text", "text": text}),
+            ),
         })
         .collect();
     json!({"role": "user", "content": parts})

@@ -28,6 +28,9 @@ struct ModelEntry {
     max_output: u64,
     #[serde(default)]
     reasoning: bool,
+    /// Takes images as input.
+    #[serde(default)]
+    images: bool,
     #[serde(default)]
     cost: ModelCost,
 }
@@ -117,6 +120,7 @@ impl Registry {
             context_window: model.context_window,
             max_output: model.max_output,
             reasoning: model.reasoning,
+            images: model.images,
             cost: model.cost,
         });
     }
@@ -169,6 +173,7 @@ impl Registry {
             context_window: entry.context_window,
             max_output: entry.max_output,
             reasoning: entry.reasoning,
+            images: entry.images,
             cost: entry.cost,
         })
     }

@@ -389,6 +389,7 @@ mod tests {
             context_window: 1000,
             max_output: 100,
             reasoning: false,
+            images: false,
             cost: ModelCost::default(),
         }
     }

@@ -114,10 +114,7 @@ mod tests {
             UserContent::Text {
                 text: "say \"hi\"\n".into(),
             },
-            UserContent::Image(ImageContent {
-                data: "aGk=".into(),
-                mime_type: "image/png".into(),
-            }),
+            UserContent::Image(ImageContent::new("aGk=", "image/png")),
         ];
         let assistant = vec![
             AssistantContent::Text { text: "ok".into() },

@@ -21,6 +21,28 @@ pub(crate) struct WireApi {
     /// The headers that carry `key` (and any the API requires with it), for requests besides
     /// a call: checking a key the user pasted.
     pub key_headers: fn(key: &str) -> Vec<(&'static str, String)>,
+    /// The largest image the API takes as sent: larger ones are scaled down before.
+    pub image_limit: ImageLimit,
+}
+
+/// The largest image a wire API takes: its longest side in pixels and its size in bytes
+/// (before base64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageLimit {
+    pub max_edge: u32,
+    pub max_bytes: usize,
+}
+
+/// OpenAI scales anything past 2048 pixels down itself and takes up to 20 MB; sending more is
+/// only slower.
+const OPENAI_IMAGES: ImageLimit = ImageLimit {
+    max_edge: 2048,
+    max_bytes: 20 << 20,
+};
+
+/// The largest image `api` takes.
+pub fn image_limit(api: Api) -> ImageLimit {
+    of(api).image_limit
 }
 
 fn bearer(key: &str) -> Vec<(&'static str, String)> {
@@ -34,6 +56,7 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         request: openai_completions::request,
         parser: |provider| Box::new(openai_completions::Parser::new(provider)),
         key_headers: bearer,
+        image_limit: OPENAI_IMAGES,
     },
     WireApi {
         api: Api::OpenaiResponses,
@@ -41,6 +64,7 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         request: openai_responses::request,
         parser: |provider| Box::new(openai_responses::Parser::new(provider)),
         key_headers: bearer,
+        image_limit: OPENAI_IMAGES,
     },
     WireApi {
         api: Api::AnthropicMessages,
@@ -48,6 +72,12 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         request: anthropic::request,
         parser: |provider| Box::new(anthropic::Parser::new(provider)),
         key_headers: anthropic::key_headers,
+        // 5 MB of base64 per image, and 2000 pixels a side once a request holds more than
+        // 20 images.
+        image_limit: ImageLimit {
+            max_edge: 2000,
+            max_bytes: 5 * (1 << 20) / 4 * 3,
+        },
     },
 ];
 

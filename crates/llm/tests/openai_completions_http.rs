@@ -24,6 +24,7 @@ fn model(server: &MockServer) -> Model {
         context_window: 32_000,
         max_output: 1_000,
         reasoning: false,
+        images: false,
         cost: ModelCost {
             input: 1.0,
             output: 2.0,

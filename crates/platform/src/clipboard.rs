@@ -30,6 +30,44 @@ fn tools(env: impl Fn(&str) -> Option<String>) -> Vec<(&'static str, &'static [&
     tools
 }
 
+/// Why no clipboard of this machine's can be read, when none can: over SSH (the user's
+/// clipboard is on the other machine) or with no display server.
+fn no_display(env: impl Fn(&str) -> Option<String>) -> Option<&'static str> {
+    let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    if set("SSH_CONNECTION") || set("SSH_TTY") {
+        return Some(
+            "over SSH the clipboard is on your own machine: save the image and paste or drop its file, or name it with @",
+        );
+    }
+    if cfg!(any(target_os = "macos", windows)) || set("WAYLAND_DISPLAY") || set("DISPLAY") {
+        return None;
+    }
+    Some("there is no display server here, so no clipboard to paste an image from")
+}
+
+/// The image on this display's clipboard: width, height and RGBA pixels. `Err` says why
+/// there is none (no display, nothing or no image copied).
+pub fn image() -> Result<(u32, u32, Vec<u8>), String> {
+    if let Some(why) = no_display(|name| std::env::var(name).ok()) {
+        return Err(why.into());
+    }
+    // arboard speaks each system's clipboard protocol itself (X11, Wayland's data control,
+    // NSPasteboard, the Win32 clipboard), where no command-line tool reads images everywhere.
+    let mut clipboard =
+        arboard::Clipboard::new().map_err(|err| format!("the clipboard cannot be opened: {err}"))?;
+    match clipboard.get_image() {
+        Ok(image) => Ok((
+            u32::try_from(image.width).map_err(|_| "the clipboard's image is too wide")?,
+            u32::try_from(image.height).map_err(|_| "the clipboard's image is too tall")?,
+            image.bytes.into_owned(),
+        )),
+        Err(arboard::Error::ContentNotAvailable) => {
+            Err("the clipboard holds no image (copy one first, or drop its file)".into())
+        }
+        Err(err) => Err(format!("the clipboard's image cannot be read: {err}")),
+    }
+}
+
 /// Puts `text` on this display's clipboard. `Ok`: the tool that took it; `Err`: why nothing
 /// did (no local display, no tool installed, the tool failed).
 pub fn copy(text: &str) -> Result<&'static str, String> {
@@ -84,6 +122,24 @@ mod tests {
             .into_iter()
             .map(|(tool, _)| tool)
             .collect()
+    }
+
+    #[test]
+    fn an_image_is_not_looked_for_over_ssh_or_without_a_display() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let ssh = no_display(env(&[("SSH_TTY", "/dev/pts/1"), ("DISPLAY", ":0")]));
+        assert!(ssh.is_some_and(|why| why.contains("SSH")));
+        if cfg!(any(target_os = "macos", windows)) {
+            return;
+        }
+        assert!(no_display(env(&[])).is_some_and(|why| why.contains("no display server")));
+        assert_eq!(no_display(env(&[("WAYLAND_DISPLAY", "wayland-0")])), None);
     }
 
     #[test]

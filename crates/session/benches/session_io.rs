@@ -24,6 +24,7 @@ fn model() -> Model {
         context_window: 200_000,
         max_output: 8_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

@@ -9,7 +9,8 @@
 //!   left open closed), skipping damaged lines with a warning; [`list_sessions`],
 //!   [`latest_session`] and [`find_session`] serve `--continue`, `--resume` and `--session`.
 //!   Files are private (0700 directories, 0600 files) and locked while a process writes them.
-//! - [`spill_dir`] names the directory beside a session file for large tool outputs.
+//! - [`spill_dir`] names the directory beside a session file for large tool outputs;
+//!   [`images_dir`], inside it, holds the session's images once each, by hash.
 //! - [`project_context`] gathers `AGENTS.md` / `CLAUDE.md`; [`SystemPrompt`] renders the prompt
 //!   once per session.
 //! - [`compaction`] decides when and where to cut and asks the model for a summary;
@@ -20,6 +21,7 @@ mod context;
 mod entry;
 mod home;
 mod ids;
+mod images;
 mod list;
 mod load;
 mod loaded;
@@ -36,6 +38,7 @@ pub use compaction::{CompactionSettings, SessionCompactor};
 pub use context::{CONTEXT_LIMIT, ProjectContext, RepoFiles, project_context, repository_root};
 pub use entry::{Entry, EntryBody, EntryError, FORMAT_VERSION, SessionHeader};
 pub use home::Home;
+pub use images::images_dir;
 pub use list::{
     SessionInfo, all_session_ids, find_session, latest_session, latest_session_path, list_sessions,
 };

@@ -216,13 +216,16 @@ fn scan(
                 }
             }
         }
-        let entry = match Entry::from_json(text) {
+        let mut entry = match Entry::from_json(text) {
             Ok(entry) => entry,
             Err(err) => {
                 session.warn(number, &err.to_string());
                 continue;
             }
         };
+        if let EntryBody::Message(message) = &mut entry.body {
+            crate::images::locate(message, path);
+        }
         let here = session.entries;
         let parent = match &entry.parent_id {
             None => None,

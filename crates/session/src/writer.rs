@@ -321,12 +321,26 @@ impl SessionWriter {
 
     /// Writes an entry whose parent is the current leaf, which it becomes.
     fn write_entry(&mut self, entry: &Entry) -> io::Result<()> {
-        let mut line = entry.to_json();
-        line.push('\n');
         let file = match &mut self.file {
             Some(file) => file,
             None => self.file.insert(self.open_new()?),
         };
+        // Images go beside the file, stored once each; the line holds their hashes.
+        let with_images = match &entry.body {
+            EntryBody::Message(message) => crate::images::stored(message, &self.path)?,
+            _ => None,
+        };
+        let mut line = match with_images {
+            Some(message) => Entry {
+                id: entry.id.clone(),
+                parent_id: entry.parent_id.clone(),
+                timestamp: entry.timestamp.clone(),
+                body: EntryBody::Message(message),
+            }
+            .to_json(),
+            None => entry.to_json(),
+        };
+        line.push('\n');
         file.write_all(line.as_bytes())?;
         self.ids.insert(entry.id.clone());
         self.last_id = Some(entry.id.clone());

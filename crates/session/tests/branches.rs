@@ -15,6 +15,7 @@ fn model(id: &str) -> Model {
         context_window: 100_000,
         max_output: 4_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

@@ -24,6 +24,7 @@ fn model(window: u64) -> Model {
         context_window: window,
         max_output: 4_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

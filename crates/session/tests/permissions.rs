@@ -29,6 +29,7 @@ fn session_files_and_directories_are_private_under_an_open_umask() {
         context_window: 1000,
         max_output: 100,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     };
     let mut writer = SessionWriter::create(&home, cwd, &model, ThinkingLevel::Off);

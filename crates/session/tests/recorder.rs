@@ -25,6 +25,7 @@ fn model(id: &str) -> Model {
         context_window: 100_000,
         max_output: 1_000,
         reasoning: true,
+        images: false,
         cost: ModelCost::default(),
     }
 }

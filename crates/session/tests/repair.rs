@@ -20,6 +20,7 @@ fn model() -> Model {
         context_window: 100_000,
         max_output: 4_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

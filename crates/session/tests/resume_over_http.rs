@@ -43,6 +43,7 @@ fn model(url: String) -> Model {
         context_window: 128_000,
         max_output: 4_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

@@ -22,6 +22,7 @@ fn model(id: &str) -> Model {
         context_window: 100_000,
         max_output: 4_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }
@@ -36,10 +37,7 @@ fn every_message() -> Vec<AgentMessage> {
                 UserContent::Text {
                     text: "look at this \u{1F600}\nline two".into(),
                 },
-                UserContent::Image(ImageContent {
-                    data: "aGVsbG8=".into(),
-                    mime_type: "image/png".into(),
-                }),
+                UserContent::Image(ImageContent::new("aGVsbG8=", "image/png")),
             ],
             timestamp: 1,
         }),

@@ -34,6 +34,7 @@ async fn aborting_a_running_command_kills_its_group_and_pairs_the_call() {
         context_window: 32_000,
         max_output: 1_000,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     };
     let mut config = AgentConfig::new(model, Arc::new(llm::Router::new()));

@@ -403,6 +403,7 @@ mod tests {
             context_window: 4_096,
             max_output: 1_024,
             reasoning: false,
+            images: false,
             cost: llm::ModelCost::default(),
         };
         let status = Status {

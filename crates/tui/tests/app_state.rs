@@ -119,6 +119,7 @@ fn model_thinking_and_history_changes_come_from_events() {
         context_window: 1_000,
         max_output: 100,
         reasoning: true,
+        images: false,
         cost: llm::ModelCost::default(),
     };
     app.on_event(&AgentEvent::ModelChange {

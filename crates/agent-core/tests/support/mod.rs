@@ -27,6 +27,7 @@ pub fn model(id: &str) -> Model {
         context_window: 100_000,
         max_output: 4_096,
         reasoning: false,
+        images: false,
         cost: ModelCost::default(),
     }
 }

@@ -29,6 +29,7 @@ pub fn model(server: &MockServer, api: Api) -> Model {
         context_window: 32_000,
         max_output: 1_000,
         reasoning: true,
+        images: false,
         cost: ModelCost {
             input: 1.0,
             output: 2.0,
