@@ -15,6 +15,10 @@ pub struct Cli {
     /// Run one prompt to completion and print the final answer; piped stdin is appended.
     #[arg(short, long, value_name = "PROMPT", conflicts_with = "prompt")]
     pub print: Option<String>,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the first prompt; repeatable. In the TUI
+    /// without a prompt it waits in the editor.
+    #[arg(short = 'i', long = "image", value_name = "PATH")]
+    pub images: Vec<PathBuf>,
     /// interactive (default), json (every event as a JSON line) or rpc (JSON lines both ways).
     #[arg(long, value_enum, default_value_t = Mode::Interactive)]
     pub mode: Mode,

@@ -167,9 +167,22 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             eprintln!("coding-agent: note: {notice}");
         }
     }
+    if !cli.images.is_empty() && headless_prompt.is_none() && cli.mode != Mode::Interactive {
+        return Err(Fail(
+            "-i/--image goes with a prompt; over RPC, send images with the prompt command".into(),
+        ));
+    }
     Ok(match (headless_prompt, cli.mode) {
-        (Some(prompt), Mode::Json) => modes::headless::run(setup, prompt, Output::Events).await,
-        (Some(prompt), _) => modes::headless::run(setup, prompt, Output::Answer).await,
+        (Some(prompt), mode) => {
+            let images = attach::prompt_images(&prompt, &cli.images, &setup.cwd, &setup.model)
+                .map_err(|err| Fail(format!("-i/--image: {err}")))?;
+            let output = if mode == Mode::Json {
+                Output::Events
+            } else {
+                Output::Answer
+            };
+            modes::headless::run(setup, prompt, images, output).await
+        }
         (None, Mode::Rpc) => modes::rpc::run(setup).await,
         (None, _) => {
             if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
@@ -186,7 +199,21 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
             } else {
                 tui::Screen::Inline
             };
-            modes::interactive::run(setup, cli.prompt.clone(), screen).await
+            // Checked now, so a wrong path or a model without image input stops here.
+            if !cli.images.is_empty() && !setup.model.images {
+                return Err(Fail(format!(
+                    "-i/--image: {}",
+                    attach::not_taken(&setup.model)
+                )));
+            }
+            let limit = llm::image_limit(setup.model.api);
+            let images = cli
+                .images
+                .iter()
+                .map(|path| attach::from_path(&setup.cwd.join(path), limit))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|err| Fail(format!("-i/--image: {err}")))?;
+            modes::interactive::run(setup, cli.prompt.clone(), images, screen).await
         }
     })
 }

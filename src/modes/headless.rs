@@ -17,7 +17,12 @@ pub enum Output {
     Events,
 }
 
-pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
+pub async fn run(
+    setup: Setup,
+    prompt: String,
+    images: Vec<llm::ImageContent>,
+    output: Output,
+) -> ExitCode {
     // `-p "/review src/lib.rs"` runs the template, as typing it in the TUI does.
     let prompt = match setup.expand(&prompt) {
         Ok(prompt) => prompt,
@@ -58,7 +63,8 @@ pub async fn run(setup: Setup, prompt: String, output: Output) -> ExitCode {
             }
         }
     }
-    if let Err(err) = agent.prompt(AgentMessage::user(prompt)).await {
+    let message = AgentMessage::User(llm::UserMessage::with_images(prompt, images));
+    if let Err(err) = agent.prompt(message).await {
         eprintln!("coding-agent: {err}");
         return ExitCode::FAILURE;
     }

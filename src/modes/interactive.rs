@@ -15,7 +15,12 @@ use tui::{Host, OnOutput, RewindPoint, RewindScope, Rewinding, SessionChoice, Tr
 use crate::sessions::Sessions;
 use crate::setup::Setup;
 
-pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen) -> ExitCode {
+pub async fn run(
+    setup: Setup,
+    first_prompt: Option<String>,
+    images: Vec<attach::Attachment>,
+    screen: tui::Screen,
+) -> ExitCode {
     crate::checkpoints::prune_in_background(&setup.sessions.home);
     setup.sessions.checkpoints.warm_up();
     let options = tui::Options {
@@ -29,6 +34,7 @@ pub async fn run(setup: Setup, first_prompt: Option<String>, screen: tui::Screen
         tool_views: setup.tool_views.clone(),
         sandbox: setup.safety.summary.label.clone(),
         first_prompt,
+        images,
         screen,
         extra_commands: setup
             .extensions

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::modes::rpc_protocol::{
     Answer, CheckpointView, Command, Data, QueueEntry, QueuedRef, Request, Response, RewindView,
-    RewindWhat, SessionRef, State, StreamingBehavior, TreeNodeView, TreeView,
+    RewindWhat, RpcImage, SessionRef, State, StreamingBehavior, TreeNodeView, TreeView,
 };
 use crate::setup::Setup;
 
@@ -105,11 +105,42 @@ async fn handle(setup: &Setup, line: &str) -> Response {
 
 /// As in -p: a prompt sent while MCP servers still start waits for them (once they are ready
 /// or failed, this goes on at once).
-async fn prompt_when_ready(setup: &Setup, message: &str) -> Result<(), AgentError> {
+async fn prompt_when_ready(setup: &Setup, message: AgentMessage) -> Result<(), AgentError> {
     if let Some(mcp) = &setup.mcp {
         mcp.wait_ready().await;
     }
-    setup.agent.prompt(AgentMessage::user(message)).await
+    setup.agent.prompt(message).await
+}
+
+/// The user message of a command: its text expanded (a template or skill), then its images
+/// and the image files it `@`-mentions, each checked and scaled for the current model.
+async fn user_message(
+    setup: &Setup,
+    message: &str,
+    images: Vec<RpcImage>,
+) -> Result<AgentMessage, String> {
+    use base64::Engine as _;
+    let text = setup.expand(message)?;
+    let model = setup.agent.model().await.map_err(|e| e.to_string())?;
+    let mut attached = attach::prompt_images(&text, &[], &setup.cwd, &model)?;
+    if !images.is_empty() {
+        if !model.images {
+            return Err(attach::not_taken(&model));
+        }
+        let limit = llm::image_limit(model.api);
+        for (i, image) in images.into_iter().enumerate() {
+            let number = i + 1;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(image.data.trim())
+                .map_err(|err| format!("image {number}: its data is not base64 ({err})"))?;
+            let prepared = attach::prepare(bytes, limit)
+                .map_err(|err| format!("image {number} ({}): {err}", image.mime_type))?;
+            attached.push(prepared.image);
+        }
+    }
+    Ok(AgentMessage::User(llm::UserMessage::with_images(
+        text, attached,
+    )))
 }
 
 async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String> {
@@ -122,30 +153,32 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
     match command {
         Command::Prompt {
             message,
+            images,
             streaming_behavior,
-        } => match prompt_when_ready(setup, &setup.expand(&message)?).await {
-            Ok(()) => Ok(None),
-            Err(AgentError::Busy) => match streaming_behavior {
-                Some(StreamingBehavior::Steer) => Ok(queued(
-                    agent.steer(AgentMessage::user(setup.expand(&message)?)),
-                    QueueKind::Steer,
-                )),
-                Some(StreamingBehavior::FollowUp) => Ok(queued(
-                    agent.follow_up(AgentMessage::user(setup.expand(&message)?)),
-                    QueueKind::FollowUp,
-                )),
-                None => Err("the agent is busy: send `steer` or `follow_up`, or give \
+        } => {
+            let message = user_message(setup, &message, images).await?;
+            match prompt_when_ready(setup, message.clone()).await {
+                Ok(()) => Ok(None),
+                Err(AgentError::Busy) => match streaming_behavior {
+                    Some(StreamingBehavior::Steer) => {
+                        Ok(queued(agent.steer(message), QueueKind::Steer))
+                    }
+                    Some(StreamingBehavior::FollowUp) => {
+                        Ok(queued(agent.follow_up(message), QueueKind::FollowUp))
+                    }
+                    None => Err("the agent is busy: send `steer` or `follow_up`, or give \
                              `streaming_behavior`"
-                    .into()),
-            },
-            Err(err) => Err(err.to_string()),
-        },
-        Command::Steer { message } => Ok(queued(
-            agent.steer(AgentMessage::user(setup.expand(&message)?)),
+                        .into()),
+                },
+                Err(err) => Err(err.to_string()),
+            }
+        }
+        Command::Steer { message, images } => Ok(queued(
+            agent.steer(user_message(setup, &message, images).await?),
             QueueKind::Steer,
         )),
-        Command::FollowUp { message } => Ok(queued(
-            agent.follow_up(AgentMessage::user(setup.expand(&message)?)),
+        Command::FollowUp { message, images } => Ok(queued(
+            agent.follow_up(user_message(setup, &message, images).await?),
             QueueKind::FollowUp,
         )),
         Command::Abort => {

@@ -18,6 +18,15 @@ pub struct Request {
     pub command: Command,
 }
 
+/// An image sent with a message: base64 bytes and their type (PNG, JPEG, GIF or WebP; the
+/// bytes decide, and one too large for the model's API is scaled down).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcImage {
+    pub data: String,
+    pub mime_type: String,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Command {
@@ -26,13 +35,19 @@ pub enum Command {
     Prompt {
         message: String,
         #[serde(default)]
+        images: Vec<RpcImage>,
+        #[serde(default)]
         streaming_behavior: Option<StreamingBehavior>,
     },
     Steer {
         message: String,
+        #[serde(default)]
+        images: Vec<RpcImage>,
     },
     FollowUp {
         message: String,
+        #[serde(default)]
+        images: Vec<RpcImage>,
     },
     Abort,
     GetState,

@@ -202,6 +202,11 @@ impl Agent {
         .await
     }
 
+    /// The model calls go to now (a snapshot without the history's copy).
+    pub async fn model(&self) -> Result<Model, AgentError> {
+        self.ask(Command::Model).await
+    }
+
     pub async fn snapshot(&self) -> Result<AgentSnapshot, AgentError> {
         self.ask(Command::Snapshot).await
     }

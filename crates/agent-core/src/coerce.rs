@@ -135,9 +135,7 @@ mod tests {
 
     #[test]
     fn bad_images_become_a_note() {
-        let image = |data: &str, mime: &str| {
-            UserContent::Image(ImageContent::new(data, mime))
-        };
+        let image = |data: &str, mime: &str| UserContent::Image(ImageContent::new(data, mime));
         let output = ToolOutput {
             content: vec![
                 image("aGk=", "image/png"),

@@ -247,6 +247,9 @@ impl Owner {
                 let _ = reply.send(taken);
             }
             Command::Inspect(look) => look(&self.messages),
+            Command::Model(reply) => {
+                let _ = reply.send(self.model.clone());
+            }
             Command::Snapshot(reply) => {
                 let _ = reply.send(AgentSnapshot {
                     messages: self.messages.clone(),

@@ -122,6 +122,8 @@ pub(crate) enum Command {
     Announce(AgentEvent),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
+    /// The model calls go to now.
+    Model(Reply<Model>),
     /// Runs over the history where it is, no copy made (see `Agent::inspect`).
     Inspect(Look),
     Subscribe(mpsc::UnboundedSender<AgentEvent>, Deltas),

@@ -14,5 +14,43 @@
 mod paths;
 mod prepare;
 
+use std::path::{Path, PathBuf};
+
+use llm::{ImageContent, Model};
+
 pub use paths::{image_mentions, is_image_path, pasted_paths};
 pub use prepare::{Attachment, from_clipboard, from_path, prepare};
+
+/// The images of a prompt given outside the TUI (`-i` paths, then the image files it
+/// `@`-mentions), read and prepared for `model`; `Err` names what cannot be sent: an image for
+/// a model that takes none, or a file that is not a usable image.
+pub fn prompt_images(
+    prompt: &str,
+    given: &[PathBuf],
+    cwd: &Path,
+    model: &Model,
+) -> Result<Vec<ImageContent>, String> {
+    let mentioned = image_mentions(prompt, cwd);
+    if !model.images {
+        if !given.is_empty() {
+            return Err(not_taken(model));
+        }
+        // A mention is also just a file's name: without image input it goes as text.
+        return Ok(Vec::new());
+    }
+    let limit = llm::image_limit(model.api);
+    given
+        .iter()
+        .map(|path| cwd.join(path))
+        .chain(mentioned)
+        .map(|path| from_path(&path, limit).map(|a| a.image))
+        .collect()
+}
+
+/// Why `model` gets no image.
+pub fn not_taken(model: &Model) -> String {
+    format!(
+        "{} does not take images; pick a model that does (--list-models), or mark it `images = true` in config.toml's [[models]]",
+        model.id
+    )
+}

@@ -213,6 +213,9 @@ mod tests {
             "compare @shot.png with (@ui.webp). Also @main.rs, @gone.png and @shot.png",
             dir.path(),
         );
-        assert_eq!(found, [dir.path().join("shot.png"), dir.path().join("ui.webp")]);
+        assert_eq!(
+            found,
+            [dir.path().join("shot.png"), dir.path().join("ui.webp")]
+        );
     }
 }

@@ -74,9 +74,8 @@ pub fn from_clipboard(limit: ImageLimit) -> Result<Attachment, String> {
 /// Checks `bytes` are a PNG, JPEG, GIF or WebP image and scales it down when it is larger
 /// than `limit`.
 pub fn prepare(bytes: Vec<u8>, limit: ImageLimit) -> Result<Attachment, String> {
-    let format = image::guess_format(&bytes).map_err(|_| {
-        "not an image (PNG, JPEG, GIF and WebP are what models take)".to_string()
-    })?;
+    let format = image::guess_format(&bytes)
+        .map_err(|_| "not an image (PNG, JPEG, GIF and WebP are what models take)".to_string())?;
     let (name, mime) = match format {
         ImageFormat::Png => ("PNG", "image/png"),
         ImageFormat::Jpeg => ("JPEG", "image/jpeg"),
@@ -85,7 +84,11 @@ pub fn prepare(bytes: Vec<u8>, limit: ImageLimit) -> Result<Attachment, String> 
         other => {
             return Err(format!(
                 "a {} image; models take PNG, JPEG, GIF and WebP",
-                other.extensions_str().first().unwrap_or(&"other").to_uppercase()
+                other
+                    .extensions_str()
+                    .first()
+                    .unwrap_or(&"other")
+                    .to_uppercase()
             ));
         }
     };

@@ -38,6 +38,19 @@ impl UserMessage {
         }
     }
 
+    /// `text` and then `images` (no empty text block before images alone).
+    pub fn with_images(text: String, images: Vec<ImageContent>) -> Self {
+        let mut content = Vec::with_capacity(1 + images.len());
+        if !text.is_empty() || images.is_empty() {
+            content.push(UserContent::Text { text });
+        }
+        content.extend(images.into_iter().map(UserContent::Image));
+        Self {
+            content,
+            timestamp: now_millis(),
+        }
+    }
+
     /// The text blocks joined by newlines (images are left out).
     pub fn plain_text(&self) -> String {
         join_text(self.content.iter().filter_map(|c| match c {
@@ -119,8 +132,12 @@ impl ImageContent {
         let Some(path) = &self.stored_at else {
             return Err("the image's bytes are missing".into());
         };
-        let bytes = std::fs::read(path)
-            .map_err(|err| format!("the image stored at {} cannot be read: {err}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|err| {
+            format!(
+                "the image stored at {} cannot be read: {err}",
+                path.display()
+            )
+        })?;
         Ok(std::borrow::Cow::Owned(
             base64::engine::general_purpose::STANDARD.encode(bytes),
         ))
@@ -134,7 +151,10 @@ impl ImageContent {
                 return Err("the image's bytes are missing".into());
             };
             return std::fs::read(path).map_err(|err| {
-                format!("the image stored at {} cannot be read: {err}", path.display())
+                format!(
+                    "the image stored at {} cannot be read: {err}",
+                    path.display()
+                )
             });
         }
         base64::engine::general_purpose::STANDARD

@@ -191,7 +191,9 @@ pub(crate) fn map_result(result: CallToolResult) -> ToolOutput {
     for block in result.content {
         let item = match block {
             ContentBlock::Text(text) => UserContent::Text { text: text.text },
-            ContentBlock::Image(image) => UserContent::Image(ImageContent::new(image.data, image.mime_type)),
+            ContentBlock::Image(image) => {
+                UserContent::Image(ImageContent::new(image.data, image.mime_type))
+            }
             ContentBlock::Audio(audio) => UserContent::Text {
                 text: format!("[audio ({}) left out]", audio.mime_type),
             },

@@ -53,8 +53,8 @@ pub fn image() -> Result<(u32, u32, Vec<u8>), String> {
     }
     // arboard speaks each system's clipboard protocol itself (X11, Wayland's data control,
     // NSPasteboard, the Win32 clipboard), where no command-line tool reads images everywhere.
-    let mut clipboard =
-        arboard::Clipboard::new().map_err(|err| format!("the clipboard cannot be opened: {err}"))?;
+    let mut clipboard = arboard::Clipboard::new()
+        .map_err(|err| format!("the clipboard cannot be opened: {err}"))?;
     match clipboard.get_image() {
         Ok(image) => Ok((
             u32::try_from(image.width).map_err(|_| "the clipboard's image is too wide")?,

@@ -32,7 +32,10 @@ fn images_of(message: &mut AgentMessage) -> impl Iterator<Item = &mut ImageConte
 
 /// `message` as `session_file` holds it: each image stored in the session's image directory
 /// and referred to by its hash. `None` when the message has no image (nothing to change).
-pub(crate) fn stored(message: &AgentMessage, session_file: &Path) -> io::Result<Option<AgentMessage>> {
+pub(crate) fn stored(
+    message: &AgentMessage,
+    session_file: &Path,
+) -> io::Result<Option<AgentMessage>> {
     let mut copy = message.clone();
     let mut images = images_of(&mut copy).peekable();
     if images.peek().is_none() {
@@ -85,7 +88,10 @@ pub(crate) fn locate(message: &mut AgentMessage, session_file: &Path) {
 }
 
 fn is_sha256(name: &str) -> bool {
-    name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    name.len() == 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn hex(bytes: &[u8]) -> String {

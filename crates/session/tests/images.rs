@@ -6,8 +6,7 @@ use std::path::Path;
 use agent_core::{AgentEvent, AgentMessage};
 use base64::Engine as _;
 use llm::{
-    Api, ImageContent, Model, ModelCost, ThinkingLevel, ToolResultMessage, UserContent,
-    UserMessage,
+    Api, ImageContent, Model, ModelCost, ThinkingLevel, ToolResultMessage, UserContent, UserMessage,
 };
 use session::{Home, SessionWriter, images_dir, load_session};
 
@@ -32,20 +31,13 @@ fn image(bytes: &[u8]) -> UserContent {
 
 fn user_with(bytes: &[u8]) -> AgentMessage {
     AgentMessage::User(UserMessage {
-        content: vec![
-            UserContent::Text {
-                text: "see".into(),
-            },
-            image(bytes),
-        ],
+        content: vec![UserContent::Text { text: "see".into() }, image(bytes)],
         timestamp: 1,
     })
 }
 
 fn record(writer: &mut SessionWriter, message: AgentMessage) {
-    writer
-        .record(&AgentEvent::MessageEnd { message })
-        .unwrap();
+    writer.record(&AgentEvent::MessageEnd { message }).unwrap();
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -88,7 +80,10 @@ fn an_image_is_stored_once_by_hash_and_read_back_when_asked_for() {
     #[cfg(unix)]
     for name in &stored {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.join(name)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.join(name))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o077, 0, "{name} is private");
     }
 

@@ -262,7 +262,10 @@ fn read_image(path: &Path, shown: &str, mime: &str, size: u64) -> Result<ToolOut
             UserContent::Text {
                 text: format!("Image {shown} ({mime}, {}).", human_size(size)),
             },
-            UserContent::Image(ImageContent::new(base64::engine::general_purpose::STANDARD.encode(&bytes), mime.to_string())),
+            UserContent::Image(ImageContent::new(
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                mime.to_string(),
+            )),
         ],
         details: Some(json!({"path": shown, "image": mime})),
         ..ToolOutput::default()

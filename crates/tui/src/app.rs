@@ -9,7 +9,7 @@ use llm::{AssistantContent, StopReason, StreamEvent, ToolResultMessage, UserCont
 use serde_json::Value;
 
 use crate::cells::{AssistantCell, Cell, CellKind, ToolCell, View};
-use crate::editor::Editor;
+use crate::editor::{Draft, Editor};
 use crate::status::Status;
 
 const INTERRUPTED: &str = "Interrupted. Tell the agent what to do instead.";
@@ -40,9 +40,13 @@ pub const RESEND_WINDOW: std::time::Duration = std::time::Duration::from_millis(
 /// What the UI asks of the agent or the runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    Prompt(String),
-    Steer(String),
-    FollowUp(String),
+    Prompt(Draft),
+    Steer(Draft),
+    FollowUp(Draft),
+    /// Attach the image files a paste named (a dropped file comes as its path).
+    AttachFiles(Vec<std::path::PathBuf>),
+    /// Attach the image on the clipboard (Ctrl+V).
+    PasteImage,
     Abort,
     /// Stop the run and hand every queued message back (`queue_returned`): Esc with
     /// steering queued, which the UI sends next itself.

@@ -245,9 +245,9 @@ pub fn dispatch(app: &mut App, name: &str, args: &str) -> Vec<Action> {
         None if extra => {
             let text = format!("{name} {args}").trim_end().to_string();
             if app.running {
-                vec![Action::Steer(text)]
+                vec![Action::Steer(text.into())]
             } else {
-                vec![Action::Prompt(text)]
+                vec![Action::Prompt(text.into())]
             }
         }
         None => {

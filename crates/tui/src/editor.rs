@@ -19,6 +19,28 @@ pub const SEEDED: usize = 1_000;
 pub const SEEDED_BYTES: usize = 1 << 20;
 const PLACEHOLDER: &str = "Type a message · / for commands · @ for files";
 
+/// A message as the user sends it: its text and the images attached to it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Draft {
+    pub text: String,
+    pub images: Vec<llm::ImageContent>,
+}
+
+impl From<String> for Draft {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for Draft {
+    fn from(text: &str) -> Self {
+        text.to_string().into()
+    }
+}
+
 pub struct Editor {
     pub area: TextArea<'static>,
     history: Vec<String>,
@@ -27,6 +49,10 @@ pub struct Editor {
     draft: String,
     /// Placeholder → pasted text.
     pastes: Vec<(String, String)>,
+    /// The images attached, each with its chip as it stands in the text.
+    images: Vec<(String, llm::ImageContent)>,
+    /// Images attached since the start: the next chip's number.
+    attached: usize,
     /// The first row of wrapped text on screen (kept between frames so the view scrolls only
     /// when the cursor leaves it).
     top: usize,
@@ -71,6 +97,8 @@ impl Editor {
             browsing: None,
             draft: String::new(),
             pastes: Vec::new(),
+            images: Vec::new(),
+            attached: 0,
             top: 0,
             width: 0,
         }
@@ -282,20 +310,74 @@ impl Editor {
         }
     }
 
-    /// Takes the text to send (pastes unfolded), remembers it in history and clears.
-    pub fn take(&mut self) -> String {
+    /// Takes the message to send (pastes unfolded, the images whose chips are still in the
+    /// text taken out of it), remembers its text in history and clears.
+    pub fn take(&mut self) -> Draft {
         let shown = self.text();
         let mut text = shown.clone();
         for (placeholder, pasted) in self.pastes.drain(..) {
             text = text.replacen(&placeholder, &pasted, 1);
         }
+        let mut images = Vec::new();
+        for (chip, image) in self.images.drain(..) {
+            if let Some(at) = text.find(&chip) {
+                // The chip and the space typed after it.
+                let end = at + chip.len();
+                let end = if text[end..].starts_with(' ') {
+                    end + 1
+                } else {
+                    end
+                };
+                text.replace_range(at..end, "");
+                images.push(image);
+            }
+        }
+        if !images.is_empty() {
+            text = text.trim().to_string();
+        }
         // History keeps what was sent, so a recalled paste is sent whole again.
-        if !shown.trim().is_empty() && self.history.last() != Some(&text) {
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }
         self.browsing = None;
         self.area = fresh_area();
-        text
+        Draft { text, images }
+    }
+
+    /// Adds an image at the cursor, shown as its chip.
+    pub fn attach(&mut self, attachment: attach::Attachment) {
+        self.attached += 1;
+        let chip = attachment.chip(self.attached);
+        self.area.insert_str(&chip);
+        self.area.insert_str(" ");
+        self.images.push((chip, attachment.image));
+    }
+
+    /// Whether an image is attached (its chip still in the text).
+    pub fn has_images(&self) -> bool {
+        let text = self.text();
+        self.images.iter().any(|(chip, _)| text.contains(chip))
+    }
+
+    /// Backspace right after a chip removes the whole chip, and its image.
+    fn backspace_chip(&mut self) -> bool {
+        let (row, column) = (self.area.cursor().0, self.area.cursor().1);
+        let Some(line) = self.area.lines().get(row) else {
+            return false;
+        };
+        let before: String = line.chars().take(column).collect();
+        let Some(index) = self
+            .images
+            .iter()
+            .position(|(chip, _)| before.ends_with(chip.as_str()))
+        else {
+            return false;
+        };
+        let (chip, _) = self.images.remove(index);
+        for _ in 0..chip.chars().count() {
+            self.area.delete_char();
+        }
+        true
     }
 
     pub fn set_text(&mut self, text: &str) {
@@ -305,6 +387,7 @@ impl Editor {
 
     pub fn clear(&mut self) {
         self.pastes.clear();
+        self.images.clear();
         self.area = fresh_area();
     }
 
@@ -335,6 +418,12 @@ impl Editor {
     }
 
     pub fn input(&mut self, key: KeyEvent) {
+        if key.code == crossterm::event::KeyCode::Backspace
+            && key.modifiers.is_empty()
+            && self.backspace_chip()
+        {
+            return;
+        }
         self.area.input(key);
     }
 
@@ -430,13 +519,13 @@ mod tests {
         let big: String = (0..50).map(|i| format!("line {i}\n")).collect();
         editor.paste(&big);
         assert_eq!(editor.text(), "see: [Pasted text #1 +50 lines]");
-        assert_eq!(editor.take(), format!("see: {big}"));
+        assert_eq!(editor.take().text, format!("see: {big}"));
         assert!(editor.is_empty());
         // One long line, counted in characters (not bytes: 1,200 of them here are 3,600 bytes).
         let line = "字".repeat(1_200);
         editor.paste(&line);
         assert_eq!(editor.text(), "[Pasted text #1 1200 chars]");
-        assert_eq!(editor.take(), line);
+        assert_eq!(editor.take().text, line);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Keys, pastes and the mouse: what each does to the state, and what it asks of the agent.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
@@ -113,6 +114,7 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             Vec::new()
         }
         KeyCode::Char('l') if ctrl => vec![Action::Repaint],
+        KeyCode::Char('v') if ctrl => vec![Action::PasteImage],
         KeyCode::Char('z') if ctrl => vec![Action::Suspend],
         KeyCode::Char('t') if ctrl => {
             app.show_thinking = !app.show_thinking;
@@ -301,11 +303,15 @@ fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<A
         }
         (Some('n'), _) => ApprovalDecision::Deny { reason: None },
         (_, KeyCode::Enter) if !app.editor.is_empty() => {
+            let id = request.id;
+            if !images_taken(app) {
+                return Some(Vec::new());
+            }
             let text = app.editor.take();
             let deny = ApprovalDecision::Deny {
                 reason: Some("the user sent a new message instead".into()),
             };
-            return Some(vec![Action::Decide(request.id, deny), Action::Steer(text)]);
+            return Some(vec![Action::Decide(id, deny), Action::Steer(text)]);
         }
         _ => return None,
     };
@@ -313,17 +319,22 @@ fn answer(app: &mut App, input: &mut InputState, key: &KeyEvent) -> Option<Vec<A
     Some(vec![Action::Decide(request.id, decision)])
 }
 
-/// Pasted text: into a key being entered or a list's filter when one is open, else the
-/// editor.
-pub fn on_paste(app: &mut App, input: &mut InputState, text: &str) {
+/// Pasted text: into a key being entered or a list's filter when one is open; the paths of
+/// dropped image files (relative ones from `cwd`) become attachments; anything else goes into
+/// the editor.
+pub fn on_paste(app: &mut App, input: &mut InputState, text: &str, cwd: &Path) -> Vec<Action> {
     app.dirty = true;
     if let Some(popup) = input.popup.as_mut().filter(|p| p.typed().is_some()) {
         for c in text.trim().chars().filter(|c| !c.is_control()) {
             popup.edit_typed(Some(c));
         }
-        return;
+        return Vec::new();
+    }
+    if let Some(paths) = attach::pasted_paths(text, cwd) {
+        return vec![Action::AttachFiles(paths)];
     }
     app.editor.paste(text);
+    Vec::new()
 }
 
 pub fn on_mouse(app: &mut App, mouse: MouseEvent) {
@@ -342,22 +353,49 @@ fn accept_popup(app: &mut App, input: &mut InputState) {
     }
 }
 
+/// False, with the reason shown, when images are attached and the model takes none: the
+/// message stays in the editor instead of making a request the provider would refuse.
+fn images_taken(app: &mut App) -> bool {
+    if !app.editor.has_images() || app.model.as_ref().is_none_or(|m| m.images) {
+        return true;
+    }
+    let name = app.model.as_ref().map_or("this model", |m| m.id.as_str());
+    app.push_cell(crate::cells::CellKind::Error(format!(
+        "{name} does not take images: remove the image (Backspace after its chip) or pick a model that does with /model. (A model the registry does not know takes images when config.toml marks it `images = true`.)"
+    )));
+    false
+}
+
 fn follow_up(app: &mut App, input: &mut InputState) -> Vec<Action> {
     input.popup = None;
-    let text = app.editor.take();
-    if text.trim().is_empty() {
+    if !images_taken(app) {
+        return Vec::new();
+    }
+    let draft = app.editor.take();
+    if draft.text.trim().is_empty() && draft.images.is_empty() {
         return Vec::new();
     }
     if app.running {
-        vec![Action::FollowUp(text)]
+        vec![Action::FollowUp(draft)]
     } else {
-        vec![Action::Prompt(text)]
+        vec![Action::Prompt(draft)]
     }
 }
 
 fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
     input.popup = None;
-    let text = app.editor.take();
+    if !images_taken(app) {
+        return Vec::new();
+    }
+    let draft = app.editor.take();
+    if !draft.images.is_empty() {
+        return vec![if app.running {
+            Action::Steer(draft)
+        } else {
+            Action::Prompt(draft)
+        }];
+    }
+    let text = draft.text;
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Vec::new();
@@ -372,8 +410,8 @@ fn submit(app: &mut App, input: &mut InputState) -> Vec<Action> {
         return crate::commands::dispatch(app, name, args.trim());
     }
     if app.running {
-        vec![Action::Steer(text)]
+        vec![Action::Steer(text.into())]
     } else {
-        vec![Action::Prompt(text)]
+        vec![Action::Prompt(text.into())]
     }
 }

@@ -2,7 +2,7 @@
 //! when something changed, at most one per 16 ms, so streaming deltas coalesce and an idle
 //! screen costs nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_core::{Agent, AgentError, AgentMessage, OnConflict};
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::app::{Action, App, ChoiceKind};
 use crate::cells::CellKind;
+use crate::editor::Draft;
 use crate::full::Full;
 use crate::history::{self, HistoryChoices, HistoryUi, Next, Restoring};
 use crate::host::Host;
@@ -57,6 +58,9 @@ pub struct Options {
     pub sandbox: String,
     /// Sent once the UI listens, so its run is shown (and Esc can stop it) from the start.
     pub first_prompt: Option<String>,
+    /// Images given on the command line (`-i`): sent with the first prompt, or attached in
+    /// the editor when there is none.
+    pub images: Vec<attach::Attachment>,
     /// Inline (the default) or the alternate screen.
     pub screen: Screen,
     /// Slash commands of prompt templates and skills (name with slash, description), for the
@@ -169,6 +173,8 @@ enum Ui {
     /// What checking the key for model `choice` of `/model` gave: a notice, or an error to
     /// show in the key popup.
     KeyChecked(usize, Result<String, String>),
+    /// Images read for the editor (a dropped path, the clipboard), or why none could be.
+    Attached(Vec<Result<attach::Attachment, String>>),
 }
 
 /// Runs the interactive UI until the user quits or SIGTERM arrives.
@@ -205,10 +211,24 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     // end) is drawn at once, not at the next streaming frame, so the end of an answer shows
     // without waiting up to a frame. The events themselves come from `agent_events`, in order.
     let mut settled = agent.subscribe_settled();
+    let first_images: Vec<llm::ImageContent> = match &options.first_prompt {
+        Some(_) => options.images.iter().map(|a| a.image.clone()).collect(),
+        None => {
+            for attachment in options.images.clone() {
+                app.editor.attach(attachment);
+            }
+            Vec::new()
+        }
+    };
     if let Some(prompt) = options.first_prompt.clone()
         && let Some(prompt) = expand(host.as_ref(), &mut app, prompt)
     {
-        perform_prompt(&agent, prompt, &ui_tx);
+        let draft = Draft {
+            text: prompt,
+            images: first_images,
+        };
+        let message = user_message(&mut app, &options.cwd, draft);
+        perform_prompt(&agent, message, &ui_tx);
     }
     let mut terminal_events = crate::terminal_input::TerminalInput::take();
     list_files(options.cwd.clone(), ui_tx.clone());
@@ -277,7 +297,9 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                         }
                         None => actions = input::on_key(&mut app, &mut input, key),
                     },
-                    Some(Ok(Event::Paste(text))) => input::on_paste(&mut app, &mut input, &text),
+                    Some(Ok(Event::Paste(text))) => {
+                        actions = input::on_paste(&mut app, &mut input, &text, &options.cwd);
+                    }
                     Some(Ok(Event::Mouse(mouse))) => input::on_mouse(&mut app, mouse),
                     Some(Ok(Event::Resize(width, height))) => {
                         display.resize(width, height)?;
@@ -334,7 +356,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
         {
             app.dirty = true;
             // As steering: idle, it starts a run; a run still winding down gets it queued.
-            actions.push(Action::Steer(texts.join("\n\n")));
+            actions.push(Action::Steer(texts.join("\n\n").into()));
         }
         for action in actions {
             if action == Action::ClearScreen {
@@ -386,6 +408,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
                 agent: &agent,
                 host: &host,
                 ui_tx: &ui_tx,
+                cwd: &options.cwd,
             };
             perform(&ctx, &mut app, &mut input, &mut choices, action);
         }
@@ -473,6 +496,22 @@ fn on_ui(agent: &Agent, app: &mut App, input: &mut InputState, choices: &mut Cho
     app.dirty = true;
     match message {
         Ui::Files(files) => input.files = files,
+        Ui::Attached(read) => {
+            for attached in read {
+                match attached {
+                    Ok(attachment) => app.editor.attach(attachment),
+                    Err(why) => {
+                        app.push_cell(CellKind::Error(why));
+                    }
+                }
+            }
+            if app.editor.has_images() && app.model.as_ref().is_some_and(|m| !m.images) {
+                let name = app.model.as_ref().map_or("", |m| m.id.as_str());
+                app.push_cell(CellKind::Notice(format!(
+                    "{name} does not take images: pick one that does with /model before sending."
+                )));
+            }
+        }
         Ui::Sessions(sessions) => {
             let items: Vec<(String, String)> = sessions
                 .iter()
@@ -587,6 +626,7 @@ struct Ctx<'a> {
     agent: &'a Agent,
     host: &'a Arc<dyn Host>,
     ui_tx: &'a mpsc::UnboundedSender<Ui>,
+    cwd: &'a Path,
 }
 
 /// The lists behind an open choice popup.
@@ -609,20 +649,35 @@ fn perform(
 ) {
     let (agent, ui_tx) = (ctx.agent, ctx.ui_tx);
     match action {
-        Action::Prompt(text) => {
-            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
-                perform_prompt(agent, text, ui_tx);
+        Action::Prompt(draft) => {
+            if let Some(message) = expanded(ctx, app, draft) {
+                perform_prompt(agent, message, ui_tx);
             }
         }
-        Action::Steer(text) => {
-            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
-                agent.steer(AgentMessage::user(text));
+        Action::Steer(draft) => {
+            if let Some(message) = expanded(ctx, app, draft) {
+                agent.steer(message);
             }
         }
-        Action::FollowUp(text) => {
-            if let Some(text) = expand(ctx.host.as_ref(), app, text) {
-                agent.follow_up(AgentMessage::user(text));
+        Action::FollowUp(draft) => {
+            if let Some(message) = expanded(ctx, app, draft) {
+                agent.follow_up(message);
             }
+        }
+        Action::AttachFiles(paths) => {
+            let (limit, tx) = (image_limit(app), ui_tx.clone());
+            tokio::task::spawn_blocking(move || {
+                let read = paths.iter().map(|p| attach::from_path(p, limit)).collect();
+                let _ = tx.send(Ui::Attached(read));
+            });
+        }
+        Action::PasteImage => {
+            let (limit, tx) = (image_limit(app), ui_tx.clone());
+            tokio::task::spawn_blocking(move || {
+                let pasted =
+                    attach::from_clipboard(limit).map_err(|why| format!("No image pasted: {why}."));
+                let _ = tx.send(Ui::Attached(vec![pasted]));
+            });
         }
         Action::Skills => {
             app.push_cell(CellKind::Notice(ctx.host.skills()));
@@ -939,10 +994,59 @@ fn expand(host: &dyn Host, app: &mut App, text: String) -> Option<String> {
     }
 }
 
-fn perform_prompt(agent: &Agent, text: String, ui_tx: &mpsc::UnboundedSender<Ui>) {
+/// The largest image the current model's wire API takes.
+fn image_limit(app: &App) -> llm::ImageLimit {
+    llm::image_limit(
+        app.model
+            .as_ref()
+            .map_or(llm::Api::OpenaiCompletions, |m| m.api),
+    )
+}
+
+/// `draft` expanded (a template or skill command) as the user message to send; `None` when
+/// the expansion failed (the error is shown).
+fn expanded(ctx: &Ctx<'_>, app: &mut App, draft: Draft) -> Option<AgentMessage> {
+    let text = expand(ctx.host.as_ref(), app, draft.text)?;
+    Some(user_message(
+        app,
+        ctx.cwd,
+        Draft {
+            text,
+            images: draft.images,
+        },
+    ))
+}
+
+/// The user message of `draft`: its text, then its images and those of image files it
+/// `@`-mentions (when the model takes images; otherwise the mention stays a name, and a notice
+/// says so).
+fn user_message(app: &mut App, cwd: &Path, draft: Draft) -> AgentMessage {
+    let Draft { text, mut images } = draft;
+    let mentioned = attach::image_mentions(&text, cwd);
+    if !mentioned.is_empty() {
+        if app.model.as_ref().is_some_and(|m| m.images) {
+            let limit = image_limit(app);
+            for path in mentioned {
+                match attach::from_path(&path, limit) {
+                    Ok(attachment) => images.push(attachment.image),
+                    Err(why) => {
+                        app.push_cell(CellKind::Error(format!("Not attached: {why}")));
+                    }
+                }
+            }
+        } else {
+            let name = app.model.as_ref().map_or("this model", |m| m.id.as_str());
+            app.push_cell(CellKind::Notice(format!(
+                "{name} does not take images: the images you named with @ go as their names only."
+            )));
+        }
+    }
+    AgentMessage::User(llm::UserMessage::with_images(text, images))
+}
+
+fn perform_prompt(agent: &Agent, message: AgentMessage, ui_tx: &mpsc::UnboundedSender<Ui>) {
     let (agent, tx) = (agent.clone(), ui_tx.clone());
     tokio::spawn(async move {
-        let message = AgentMessage::user(text);
         // The run may have ended and restarted in between: then it is a follow-up.
         if agent.prompt(message.clone()).await == Err(AgentError::Busy) {
             agent.follow_up(message);
