@@ -140,7 +140,9 @@ impl Env {
                 std::fs::read_dir(dir.path())
                     .unwrap()
                     .flatten()
-                    .map(|e| e.path()),
+                    .map(|e| e.path())
+                    // Beside each file: its directory of spilled outputs and images.
+                    .filter(|p| p.extension().is_some_and(|e| e == "jsonl")),
             );
         }
         out
