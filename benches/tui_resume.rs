@@ -1,6 +1,9 @@
 //! `cargo bench --bench tui_resume`: `coding-agent --continue` on a 100 MB session (about
 //! 100,000 messages) in a 120×50 pseudo-terminal, inline and on the alternate screen. Reports
 //! the time from start to the first frame showing the end of the conversation, and peak RSS.
+//!
+//! `cargo bench --bench tui_resume -- images`: the same resume of a session of 300 turns of
+//! which 100 prompts each carry a 1 MB screenshot, against the same session without them.
 
 #[path = "common/screen.rs"]
 mod screen;
@@ -21,6 +24,9 @@ use session::{Home, SessionWriter};
 const TARGET_BYTES: u64 = 100 * 1024 * 1024;
 
 fn main() {
+    if std::env::args().any(|a| a == "images") {
+        return images();
+    }
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let (messages, bytes, last) = write_session(home.path(), work.path());
@@ -71,9 +77,59 @@ fn turn(i: usize) -> [AgentMessage; 3] {
     ]
 }
 
-/// Writes the session for `cwd`; returns its message count, size, and the last prompt.
-fn write_session(home: &Path, cwd: &Path) -> (usize, u64, String) {
-    let model = Model {
+/// A session of 300 turns, every third prompt with a 1 MB image attached, resumed three times
+/// alternating with the same session without images.
+fn images() {
+    let with = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let without = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let last = write_image_session(with.0.path(), with.1.path(), true);
+    write_image_session(without.0.path(), without.1.path(), false);
+    for run in 1..=3 {
+        for (name, (home, work)) in [("100 images", &with), ("no images", &without)] {
+            let (first_frame, rss) = resume(home.path(), work.path(), &[], &last);
+            println!(
+                "run {run}, {name}: first frame {:.0} ms · peak RSS {rss:.0} MB",
+                first_frame.as_secs_f64() * 1000.0
+            );
+        }
+    }
+}
+
+/// 300 turns; with `images`, every third prompt carries 1 MB of its own image bytes (stored
+/// beside the session by the writer, as an attached screenshot is). Returns the last prompt.
+fn write_image_session(home: &Path, cwd: &Path, images: bool) -> String {
+    use base64::Engine as _;
+    let home = Home::new(home);
+    let mut writer = SessionWriter::create(&home, cwd, &bench_model(), ThinkingLevel::Off);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..300 {
+        let mut messages = turn(i);
+        if images && i % 3 == 0 {
+            // A PNG signature, then bytes that do not compress (as a screenshot's do not).
+            let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+            while bytes.len() < 1 << 20 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                bytes.extend_from_slice(&seed.to_le_bytes());
+            }
+            let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            messages[0] = AgentMessage::User(llm::UserMessage::with_images(
+                format!("Please look at module {i}"),
+                vec![llm::ImageContent::new(data, "image/png")],
+            ));
+        }
+        for message in messages {
+            writer
+                .record(&AgentEvent::MessageEnd { message })
+                .expect("bench write");
+        }
+    }
+    "Please look at module 299".into()
+}
+
+fn bench_model() -> Model {
+    Model {
         id: "bench".into(),
         provider: "bench".into(),
         api: Api::OpenaiCompletions,
@@ -81,9 +137,14 @@ fn write_session(home: &Path, cwd: &Path) -> (usize, u64, String) {
         context_window: 200_000,
         max_output: 8_000,
         reasoning: false,
-        images: false,
+        images: true,
         cost: ModelCost::default(),
-    };
+    }
+}
+
+/// Writes the session for `cwd`; returns its message count, size, and the last prompt.
+fn write_session(home: &Path, cwd: &Path) -> (usize, u64, String) {
+    let model = bench_model();
     let home = Home::new(home);
     let mut writer = SessionWriter::create(&home, cwd, &model, ThinkingLevel::Off);
     let mut count = 0;

@@ -391,18 +391,19 @@ fn image_tag(image: &llm::ImageContent) -> String {
     if !["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&mime.as_str()) {
         return format!("<p>[an image of type {}]</p>", escape(&image.mime_type));
     }
+    // A session's images are stored beside it: read one at a time, as it is written out.
+    let data = match image.base64() {
+        Ok(data) => data,
+        Err(why) => return format!("<p>[{}]</p>", escape(&why)),
+    };
     // Base64 has no character that needs escaping; anything else is not base64.
-    if !image
-        .data
+    if !data
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
     {
         return "<p>[an image that is not valid base64]</p>".into();
     }
-    format!(
-        "<img alt=\"attached image\" src=\"data:{mime};base64,{}\">",
-        image.data
-    )
+    format!("<img alt=\"attached image\" src=\"data:{mime};base64,{data}\">")
 }
 
 /// A tool call, folded, with its output (a diff coloured by line).

@@ -191,3 +191,46 @@ fn the_format_follows_the_extension() {
     assert_eq!(Format::of_path(Path::new("out.html")), Format::Html);
     assert_eq!(Format::of_path(Path::new("out")), Format::Html);
 }
+
+#[test]
+fn a_stored_image_is_embedded_from_beside_the_session() {
+    let home = tempfile::tempdir().unwrap();
+    let model = llm::Model {
+        id: "m".into(),
+        provider: "p".into(),
+        api: llm::Api::OpenaiCompletions,
+        base_url: String::new(),
+        context_window: 1000,
+        max_output: 100,
+        reasoning: false,
+        images: true,
+        cost: llm::ModelCost::default(),
+    };
+    let home = session::Home::new(home.path());
+    let mut writer = session::SessionWriter::create(
+        &home,
+        std::path::Path::new("/p"),
+        &model,
+        llm::ThinkingLevel::Off,
+    );
+    let message = AgentMessage::User(UserMessage::with_images(
+        "the screenshot".into(),
+        vec![ImageContent::new("iVBORw0KGgoAAAA=", "image/png")],
+    ));
+    writer
+        .record(&agent_core::AgentEvent::MessageEnd { message })
+        .unwrap();
+    let file = std::fs::read_to_string(writer.path()).unwrap();
+    assert!(
+        !file.contains("iVBORw0KGgoAAAA="),
+        "stored beside, not in the file"
+    );
+    let mut page = Vec::new();
+    let redactor = agent_core::Redactor::new([KEY]);
+    stream(writer.path(), &mut page, Format::Html, &redactor).unwrap();
+    let page = String::from_utf8(page).unwrap();
+    assert!(
+        page.contains("src=\"data:image/png;base64,iVBORw0KGgoAAAA=\""),
+        "{page}"
+    );
+}

@@ -85,13 +85,19 @@ async fn each_wire_api_carries_an_image_given_with_dash_i() {
         assert_eq!(text(&out.stdout), "A chart.\n");
         let body = &server.requests()[0].body;
         assert_eq!(images_in(body), [base64(&shot)], "{api}: {body}");
-        assert!(body.to_string().contains(&format!("\"type\":\"{block}\"")), "{api}");
+        assert!(
+            body.to_string().contains(&format!("\"type\":\"{block}\"")),
+            "{api}"
+        );
         assert!(body.to_string().contains("what is this?"), "{api}");
 
         // The session holds the image once, by hash, beside its file, not in it.
         let sessions = env.sessions();
         let file = std::fs::read_to_string(&sessions[0]).unwrap();
-        assert!(!file.contains(&base64(&shot)[..40]), "{api}: no bytes in the file");
+        assert!(
+            !file.contains(&base64(&shot)[..40]),
+            "{api}: no bytes in the file"
+        );
         let stored = session::images_dir(&sessions[0]);
         assert_eq!(std::fs::read_dir(&stored).unwrap().count(), 1, "{api}");
 
@@ -102,7 +108,11 @@ async fn each_wire_api_carries_an_image_given_with_dash_i() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = env.run(None, &args, "").await;
         assert!(out.status.success(), "{api}: {}", text(&out.stderr));
-        assert_eq!(images_in(&server2.requests()[0].body), [base64(&shot)], "{api}");
+        assert_eq!(
+            images_in(&server2.requests()[0].body),
+            [base64(&shot)],
+            "{api}"
+        );
     }
 }
 
@@ -136,7 +146,10 @@ async fn a_model_without_image_input_is_refused_before_any_request() {
     let out = env.run(None, &args, "").await;
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("deepseek-chat does not take images"), "{stderr}");
+    assert!(
+        stderr.contains("deepseek-chat does not take images"),
+        "{stderr}"
+    );
 
     // A file that is not an image is named as such, also for a model that takes images.
     let mut args = model_args(&server, "gpt-5-mini", "openai-completions");
@@ -144,7 +157,11 @@ async fn a_model_without_image_input_is_refused_before_any_request() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = env.run(None, &args, "").await;
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("not an image"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not an image"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(server.requests().is_empty(), "no request was made");
 }
 
@@ -177,14 +194,26 @@ async fn rpc_messages_take_images_and_mentions_and_refuse_bad_data() {
         json!({"type": "follow_up", "message": "x", "images": [{"data": "%%%", "mime_type": "image/png"}]}),
     );
     assert_eq!(bad["success"], false);
-    assert!(bad["error"].as_str().unwrap().contains("not base64"), "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("not base64"),
+        "{bad}"
+    );
     let text_file = rpc.call(
         3,
         json!({"type": "steer", "message": "x", "images": [{"data": base64(b"hello"), "mime_type": "image/png"}]}),
     );
     assert_eq!(text_file["success"], false);
-    assert!(text_file["error"].as_str().unwrap().contains("not an image"));
-    assert_eq!(server.requests().len(), 1, "refused commands made no request");
+    assert!(
+        text_file["error"]
+            .as_str()
+            .unwrap()
+            .contains("not an image")
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "refused commands made no request"
+    );
     rpc.finish();
 }
 
@@ -222,11 +251,26 @@ async fn a_dropped_path_with_spaces_becomes_a_chip_and_goes_with_the_message() {
     session.send("\r");
     session.wait_for("It is a button.");
     let body = &server.requests()[0].body;
-    assert_eq!(images_in(body), [base64(&shot)], "one image: the removed one is not sent");
+    assert_eq!(
+        images_in(body),
+        [base64(&shot)],
+        "one image: the removed one is not sent"
+    );
     // (The responses API: the prompt is the last input item.)
-    let user = body["input"].as_array().unwrap().last().unwrap().to_string();
-    assert!(user.contains("notes.txt") && user.contains("what is this?"), "{user}");
-    assert!(!user.contains("[image #"), "the chip is not sent as text: {user}");
+    let user = body["input"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.contains("notes.txt") && user.contains("what is this?"),
+        "{user}"
+    );
+    assert!(
+        !user.contains("[image #"),
+        "the chip is not sent as text: {user}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -268,6 +268,83 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     );
 }
 
+#[tokio::test]
+async fn a_compacted_image_is_never_sent_again_nor_copied_into_the_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::new(tmp.path());
+    let provider = Scripted::new(vec![Ok("## Goal\nsummary text"), Ok("answer")]);
+    let m = model(150_000);
+    let mut config = AgentConfig::new(m.clone(), provider.clone());
+    // The first prompt carries a 1 MB screenshot; the turns after it fill the window.
+    let screenshot = llm::ImageContent::new("QUJD".repeat(350_000), "image/png");
+    let mut history = vec![AgentMessage::User(llm::UserMessage::with_images(
+        "see the screenshot".into(),
+        vec![screenshot],
+    ))];
+    history.extend(long_history(6));
+    config.messages = history.clone();
+    config.compactor = Some(Arc::new(SessionCompactor {
+        provider: provider.clone(),
+        options: StreamOptions::default(),
+        settings: CompactionSettings::default(),
+        fixed_tokens: 0,
+    }));
+    let agent = Agent::spawn(config);
+    let mut writer = SessionWriter::create(&home, tmp.path(), &m, ThinkingLevel::Off);
+    for message in history {
+        writer.record(&AgentEvent::MessageEnd { message }).unwrap();
+    }
+    let path = writer.path().to_path_buf();
+    let before = std::fs::metadata(&path).unwrap().len();
+    let setup = RecorderSetup {
+        home: home.clone(),
+        cwd: tmp.path().to_path_buf(),
+        model: m.clone(),
+        thinking: ThinkingLevel::Off,
+    };
+    let recorder = Recorder::spawn(agent.subscribe(), Some(writer), setup);
+    agent.prompt(AgentMessage::user("next")).await.unwrap();
+    agent.wait_idle().await.unwrap();
+    assert!(recorder.finish().await.is_empty());
+
+    let has_image = |context: &Context| {
+        context.messages.iter().any(|m| match m {
+            llm::Message::User(u) => u.content.iter().any(|c| matches!(c, UserContent::Image(_))),
+            llm::Message::ToolResult(r) => {
+                r.content.iter().any(|c| matches!(c, UserContent::Image(_)))
+            }
+            llm::Message::Assistant(_) => false,
+        })
+    };
+    let contexts = provider.contexts.lock().unwrap().clone();
+    assert_eq!(contexts.len(), 2, "summary request, then the model call");
+    assert!(
+        !has_image(&contexts[0]),
+        "the summary is asked for from text"
+    );
+    assert!(
+        !has_image(&contexts[1]),
+        "the summarised image is not sent again"
+    );
+    // The compaction and the new turn added a few lines, not the image again.
+    let grown = std::fs::metadata(&path).unwrap().len() - before;
+    assert!(grown < 100_000, "the session grew by {grown} bytes");
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !file.contains("QUJDQUJD"),
+        "the image itself is not in the file"
+    );
+    let stored = std::fs::read_dir(session::images_dir(&path))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 1);
+    let loaded = load_session(&path).unwrap();
+    assert!(matches!(
+        loaded.messages[0],
+        AgentMessage::CompactionSummary(_)
+    ));
+}
+
 #[test]
 fn small_windows_scale_the_reserve_and_still_compact() {
     let settings = CompactionSettings::default();
