@@ -19,6 +19,10 @@ pub struct Cli {
     /// without a prompt it waits in the editor.
     #[arg(short = 'i', long = "image", value_name = "PATH")]
     pub images: Vec<PathBuf>,
+    /// Turn on the provider's own web search (OpenAI responses, Anthropic); config:
+    /// `web_search = true`.
+    #[arg(long)]
+    pub search: bool,
     /// interactive (default), json (every event as a JSON line) or rpc (JSON lines both ways).
     #[arg(long, value_enum, default_value_t = Mode::Interactive)]
     pub mode: Mode,

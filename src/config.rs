@@ -35,6 +35,9 @@ pub struct Config {
     /// The colours: `auto` (the default: asks the terminal its background), `dark` or
     /// `light`. `NO_COLOR` turns colours off whatever this says.
     pub theme: Option<ThemeConfig>,
+    /// Turn on the provider's own web search where its API has one (OpenAI responses,
+    /// Anthropic messages); `--search` does for one run. Off by default.
+    pub web_search: Option<bool>,
     /// `[[hooks]]`: commands run at lifecycle points (the home config's).
     #[serde(default)]
     pub hooks: Vec<extensions::HookConfig>,
@@ -188,6 +191,9 @@ pub struct ModelConfig {
     pub max_output: Option<u64>,
     #[serde(default)]
     pub reasoning: bool,
+    /// Takes images as input.
+    #[serde(default)]
+    pub images: bool,
     #[serde(default)]
     pub cost: ModelCost,
 }
@@ -304,6 +310,7 @@ impl Config {
         self.providers.extend(other.providers);
         self.screen = other.screen.or(self.screen);
         self.theme = other.theme.or(self.theme);
+        self.web_search = other.web_search.or(self.web_search);
         // A trusted repository may add servers (and replace one of the same name).
         self.mcp_servers.extend(other.mcp_servers);
         self.mcp.tool_budget_percent = other
@@ -346,7 +353,7 @@ impl Config {
                     context_window: model.context_window.unwrap_or(128_000),
                     max_output: model.max_output.unwrap_or(16_384),
                     reasoning: model.reasoning,
-                    images: false,
+                    images: model.images,
                     cost: model.cost,
                 });
             }

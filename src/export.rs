@@ -251,8 +251,20 @@ fn md_message(message: &AgentMessage) -> String {
         AgentMessage::Assistant(assistant) => {
             out.push_str("\n## Assistant\n");
             for block in &assistant.content {
-                if let AssistantContent::Text { text } = block {
-                    let _ = write!(out, "\n{}\n", text.trim_end());
+                match block {
+                    AssistantContent::Text { text } => {
+                        let _ = write!(out, "\n{}\n", text.trim_end());
+                    }
+                    AssistantContent::WebSearch(search) => {
+                        let _ = writeln!(out, "\n*{}*\n", search_heading(search));
+                        for source in &search.sources {
+                            // As code: a title or URL is never markup here.
+                            let line = format!("{} {}", source.title, source.url);
+                            let fence = fence_for(&line);
+                            let _ = writeln!(out, "- {fence} {} {fence}", line.trim());
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
@@ -368,6 +380,7 @@ fn html_message(message: &AgentMessage) -> String {
                         );
                     }
                     AssistantContent::ToolCall(_) => {}
+                    AssistantContent::WebSearch(search) => out.push_str(&search_html(search)),
                 }
             }
         }
@@ -404,6 +417,43 @@ fn image_tag(image: &llm::ImageContent) -> String {
         return "<p>[an image that is not valid base64]</p>".into();
     }
     format!("<img alt=\"attached image\" src=\"data:{mime};base64,{data}\">")
+}
+
+/// What a web search block is: its query, or the sources an answer cited.
+fn search_heading(search: &llm::WebSearch) -> String {
+    match (&search.error, search.query.is_empty()) {
+        (Some(error), _) => format!("Web search \"{}\" failed: {error}", search.query),
+        (None, true) => "Sources cited".into(),
+        (None, false) => format!("Searched the web: \"{}\"", search.query),
+    }
+}
+
+/// A web search of the provider's, with its pages as links (only http and https ones link).
+fn search_html(search: &llm::WebSearch) -> String {
+    let mut out = format!(
+        "<details class=\"tool\"><summary>{}</summary><ul>",
+        escape(&search_heading(search))
+    );
+    for source in &search.sources {
+        let title = if source.title.is_empty() {
+            &source.url
+        } else {
+            &source.title
+        };
+        let web = source.url.starts_with("https://") || source.url.starts_with("http://");
+        if web {
+            let _ = write!(
+                out,
+                "<li><a href=\"{}\" rel=\"noreferrer\">{}</a></li>",
+                escape(&source.url),
+                escape(title)
+            );
+        } else {
+            let _ = write!(out, "<li>{} {}</li>", escape(title), escape(&source.url));
+        }
+    }
+    out.push_str("</ul></details>");
+    out
 }
 
 /// A tool call, folded, with its output (a diff coloured by line).

@@ -223,7 +223,14 @@ pub async fn build(
     };
     router.warm(&model);
     let provider: Arc<dyn llm::Provider> = Arc::new(router.clone());
-    let stream_options = stream_options(config);
+    let mut stream_options = stream_options(config);
+    stream_options.web_search = cli.search || config.web_search == Some(true);
+    let search_notice = (stream_options.web_search && !llm::offers_web_search(model.api)).then(|| {
+        format!(
+            "Web search is on, but {} ({}) has no search tool of its own: only OpenAI's responses API and Anthropic's do. An MCP search server gives any model one (README, Web search).",
+            model.id, model.api
+        )
+    });
     let mut agent_config = AgentConfig::new(model.clone(), provider.clone());
     agent_config.thinking = thinking;
     agent_config.system_prompt = system_prompt;
@@ -313,6 +320,7 @@ pub async fn build(
     let mut notices = config.notices.clone();
     notices.extend(preset.iter().flat_map(|p| p.notices.iter().cloned()));
     notices.extend(extensions.problems());
+    notices.extend(search_notice);
     let mut hook_runs = Vec::new();
     if let Some(hooks) = &hooks {
         if let Some((_, id)) = &current {

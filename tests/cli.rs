@@ -551,3 +551,64 @@ async fn a_plain_http_run_never_loads_the_trust_roots() {
         "the run opened the trust roots ($SSL_CERT_FILE) for a plain-HTTP server"
     );
 }
+
+#[tokio::test]
+async fn search_turns_on_the_providers_search_and_the_session_keeps_what_it_found() {
+    let env = Env::new();
+    let fixture = include_str!("../crates/llm/tests/fixtures/anthropic_web_search.sse");
+    let server = serve(vec![Reply::raw_sse(fixture), Reply::text("Noted.")]).await;
+    let url = server.url();
+    let base = [
+        "--base-url",
+        url.as_str(),
+        "--model",
+        "claude-haiku-4-5",
+        "--api",
+        "anthropic-messages",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--search", "--mode", "json", "what changed in ratatui 0.30?"]);
+    let out = env.run(None, &args, "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools = server.requests()[0].body["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["type"] == "web_search_20250305"),
+        "{tools}"
+    );
+    // JSON mode shows the search as it comes; the session keeps it.
+    let events = json_events(&out.stdout);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "message_update"
+                && e["event"]["type"] == "web_search"
+                && e["event"]["search"]["query"] == "ratatui 0.30 release notes"),
+        "{events:?}"
+    );
+    let session = std::fs::read_to_string(&env.sessions()[0]).unwrap();
+    assert!(session.contains("\"type\":\"web_search\""), "{session}");
+    assert!(session.contains("https://ratatui.rs/highlights/v030/"));
+
+    // Resumed without --search: no search tool, and the search is not sent back.
+    let mut args = base.to_vec();
+    args.extend(["--continue", "-p", "and then?"]);
+    let out = env.run(None, &args, "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = server.requests()[1].body.to_string();
+    assert!(!body.contains("web_search"), "{body}");
+    assert!(body.contains("0.30 splits the crate"), "the answer's text is");
+
+    // A wire API without a search tool of its own says so instead of pretending.
+    let mut args = vec!["--search", "-p", "hi", "--tools", ""];
+    args.extend(["--base-url", url.as_str(), "--model", "mock-model"]);
+    let out = env.run(None, &args, "").await;
+    assert!(
+        text(&out.stderr).contains("has no search tool of its own"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -42,6 +42,10 @@ pub(crate) struct Parser {
     provider: String,
     /// Server content-block index → our index, for tool calls still streaming.
     calls: HashMap<u64, usize>,
+    /// Server content-block index → (id, input JSON so far) of the provider's own searches.
+    searches: HashMap<u64, (String, String)>,
+    /// A finished search's id → its query, until its results come.
+    queries: HashMap<String, String>,
     usage: Usage,
     stop_reason: Option<String>,
 }
@@ -51,6 +55,8 @@ impl Parser {
         Self {
             provider,
             calls: HashMap::new(),
+            searches: HashMap::new(),
+            queries: HashMap::new(),
             usage: Usage::default(),
             stop_reason: None,
         }
@@ -71,6 +77,21 @@ impl Parser {
                 out.push(start);
                 self.calls
                     .insert(event["index"].as_u64().unwrap_or(0), index);
+            }
+            // The provider's own search (`--search`): not a tool call of ours.
+            Some("server_tool_use") => {
+                let id = block["id"].as_str().unwrap_or_default().to_string();
+                let input = match &block["input"] {
+                    Value::Object(map) if !map.is_empty() => block["input"].to_string(),
+                    _ => String::new(),
+                };
+                self.searches
+                    .insert(event["index"].as_u64().unwrap_or(0), (id, input));
+            }
+            Some("web_search_tool_result") => {
+                let id = block["tool_use_id"].as_str().unwrap_or_default();
+                let query = self.queries.remove(id).unwrap_or_default();
+                out.push(builder.web_search(search_results(query, &block["content"])));
             }
             Some("text") => push_text(block["text"].as_str(), builder, out),
             Some("thinking") => {
@@ -102,8 +123,13 @@ impl Parser {
                 }
             }
             Some("input_json_delta") => {
-                let index = self.calls.get(&event["index"].as_u64().unwrap_or(0));
+                let at = event["index"].as_u64().unwrap_or(0);
                 let json = delta["partial_json"].as_str().filter(|j| !j.is_empty());
+                if let (Some((_, input)), Some(json)) = (self.searches.get_mut(&at), json) {
+                    input.push_str(json);
+                    return;
+                }
+                let index = self.calls.get(&at);
                 if let (Some(&index), Some(json)) = (index, json) {
                     out.push(builder.toolcall_delta(index, json));
                 }
@@ -128,6 +154,28 @@ impl Parser {
         if let Some(n) = get("cache_creation_input_tokens") {
             self.usage.cache_write = n;
         }
+    }
+}
+
+/// A `web_search_tool_result` block's content: the pages found, or the error.
+fn search_results(query: String, content: &Value) -> crate::WebSearch {
+    let sources = content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["type"] == "web_search_result")
+        .filter_map(|r| {
+            Some(crate::WebSource {
+                url: r["url"].as_str()?.to_string(),
+                title: r["title"].as_str().unwrap_or_default().to_string(),
+            })
+        })
+        .collect();
+    let error = content["error_code"].as_str().map(str::to_string);
+    crate::WebSearch {
+        query,
+        sources,
+        error,
     }
 }
 
@@ -164,8 +212,14 @@ impl WireParser for Parser {
             "content_block_start" => self.block_start(&event, builder, out),
             "content_block_delta" => self.block_delta(&event, builder, out),
             "content_block_stop" => {
-                if let Some(index) = self.calls.remove(&event["index"].as_u64().unwrap_or(0)) {
+                let at = event["index"].as_u64().unwrap_or(0);
+                if let Some(index) = self.calls.remove(&at) {
                     out.extend(builder.toolcall_end(index));
+                }
+                if let Some((id, input)) = self.searches.remove(&at) {
+                    let input: Value = serde_json::from_str(&input).unwrap_or_default();
+                    let query = input["query"].as_str().unwrap_or_default().to_string();
+                    self.queries.insert(id, query);
                 }
             }
             "message_delta" => {
@@ -242,12 +296,18 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
         body["system"] = json!([{"type": "text", "text": context.system_prompt,
             "cache_control": {"type": "ephemeral"}}]);
     }
-    if !context.tools.is_empty() {
-        let tools: Vec<Value> = context
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
+    let mut tools: Vec<Value> = context
+        .tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect();
+    if options.web_search {
+        // The server tool: Anthropic runs the searches itself, at most five a request.
+        tools.push(json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5}));
+    }
+    if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
     if let Some(budget) = thinking_budget(options.thinking).filter(|_| model.reasoning) {

@@ -21,6 +21,7 @@ enum Block {
         raw: String,
     },
     DoneCall(ToolCall),
+    WebSearch(crate::WebSearch),
 }
 
 /// Accumulates stream events into an [`AssistantMessage`].
@@ -91,6 +92,9 @@ impl AssistantBuilder {
                     *block = Block::DoneCall(tool_call.clone());
                 }
             }
+            StreamEvent::WebSearch { index, search } => {
+                self.slot(*index, || Block::WebSearch(search.clone()));
+            }
         }
     }
 
@@ -112,6 +116,12 @@ impl AssistantBuilder {
             index,
             delta: delta.to_string(),
         })
+    }
+
+    /// Adds a finished web search of the provider's as a block of its own.
+    pub fn web_search(&mut self, search: crate::WebSearch) -> StreamEvent {
+        let index = self.blocks.len();
+        self.emit(StreamEvent::WebSearch { index, search })
     }
 
     /// Appends reasoning text, continuing the last block when it is thinking and not yet
@@ -226,6 +236,7 @@ impl AssistantBuilder {
                 }),
                 Block::PartialCall { .. } => None,
                 Block::DoneCall(call) => Some(AssistantContent::ToolCall(call.clone())),
+                Block::WebSearch(search) => Some(AssistantContent::WebSearch(search.clone())),
             })
             .collect();
         message

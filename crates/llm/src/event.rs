@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AssistantMessage, ToolCall};
+use crate::{AssistantMessage, ToolCall, WebSearch};
 
 /// One event of a provider stream. A stream ends with exactly one `Done` or `Error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +34,8 @@ pub enum StreamEvent {
     ToolcallDelta { index: usize, delta: String },
     /// The tool call's arguments are complete.
     ToolcallEnd { index: usize, tool_call: ToolCall },
+    /// The provider's own search tool ran (or the answer cited sources): block `index`.
+    WebSearch { index: usize, search: WebSearch },
     /// The response finished; `message` is the whole assistant message.
     Done { message: AssistantMessage },
     /// The request or stream failed (or was aborted); `message` holds what arrived so far,

@@ -36,7 +36,8 @@ pub use http::{client_builder as http_client_builder, error_chain, is_context_ov
 pub use key_check::{KeyCheck, check_key};
 pub use message::{
     AssistantContent, AssistantMessage, ErrorKind, ImageContent, InvalidArguments, Message,
-    StopReason, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, now_millis,
+    StopReason, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage, WebSearch, WebSource,
+    now_millis,
 };
 pub use model::{Api, Model, ModelCost, ThinkingLevel, UnknownThinkingLevel};
 pub use partial_json::parse_partial_json;
@@ -46,4 +47,4 @@ pub use retry::RetryPolicy;
 pub use router::{Router, api_key_env, is_hosted_provider};
 pub use sse::replay;
 pub use url::{BaseUrlError, check_base_url, is_local_url};
-pub use wire::{ImageLimit, UnknownApi, image_limit};
+pub use wire::{ImageLimit, UnknownApi, image_limit, offers_web_search};

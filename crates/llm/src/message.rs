@@ -294,6 +294,28 @@ pub enum AssistantContent {
         signature: Option<String>,
     },
     ToolCall(ToolCall),
+    /// A search the provider ran itself (`--search`): shown and kept, never sent back.
+    WebSearch(WebSearch),
+}
+
+/// A web search the provider's own search tool ran, and the pages it found or the answer
+/// cites. An empty `query` holds the sources an answer cited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WebSearch {
+    #[serde(default)]
+    pub query: String,
+    #[serde(default)]
+    pub sources: Vec<WebSource>,
+    /// Why the search failed, when it did (the provider's error code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WebSource {
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
 }
 
 /// The fields of a thinking block, read after its tag.
@@ -318,9 +340,10 @@ impl Tagged for AssistantContent {
                 signature: f.signature,
             }),
             "tool_call" => ToolCall::deserialize(tagged::rest(rest)).map(Self::ToolCall),
+            "web_search" => WebSearch::deserialize(tagged::rest(rest)).map(Self::WebSearch),
             other => Err(A::Error::unknown_variant(
                 other,
-                &["text", "thinking", "tool_call"],
+                &["text", "thinking", "tool_call", "web_search"],
             )),
         }
     }

@@ -76,6 +76,20 @@ impl Parser {
         out: &mut Vec<StreamEvent>,
     ) {
         let item = &event["item"];
+        if item["type"] == "web_search_call" {
+            out.push(builder.web_search(web_search_of(item)));
+            return;
+        }
+        if item["type"] == "message" {
+            let cited = cited_sources(item);
+            if !cited.is_empty() {
+                out.push(builder.web_search(crate::WebSearch {
+                    sources: cited,
+                    ..Default::default()
+                }));
+            }
+            return;
+        }
         if item["type"] == "reasoning" && item.get("encrypted_content").is_some() {
             // The whole item is the thinking block's signature: replaying it lets the model
             // continue its reasoning across tool calls without server-side state.
@@ -97,6 +111,56 @@ impl Parser {
         }
         out.extend(builder.toolcall_end(index));
     }
+}
+
+/// A finished `web_search_call` item: its query and the pages it found.
+fn web_search_of(item: &Value) -> crate::WebSearch {
+    let action = &item["action"];
+    let query = str_at(action, "query")
+        .map(str::to_string)
+        .or_else(|| {
+            let queries = action["queries"].as_array()?;
+            Some(
+                queries
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+        .unwrap_or_default();
+    let sources = action["sources"]
+        .as_array()
+        .map(|sources| sources.iter().filter_map(source_of).collect())
+        .unwrap_or_default();
+    let error = (str_at(item, "status") == Some("failed")).then(|| "the search failed".into());
+    crate::WebSearch {
+        query,
+        sources,
+        error,
+    }
+}
+
+/// The pages a finished message cites (`url_citation` annotations), each once.
+fn cited_sources(item: &Value) -> Vec<crate::WebSource> {
+    let mut sources: Vec<crate::WebSource> = Vec::new();
+    let parts = item["content"].as_array().into_iter().flatten();
+    for annotation in parts.flat_map(|p| p["annotations"].as_array().into_iter().flatten()) {
+        if annotation["type"] == "url_citation"
+            && let Some(source) = source_of(annotation)
+            && !sources.iter().any(|s| s.url == source.url)
+        {
+            sources.push(source);
+        }
+    }
+    sources
+}
+
+fn source_of(value: &Value) -> Option<crate::WebSource> {
+    Some(crate::WebSource {
+        url: str_at(value, "url")?.to_string(),
+        title: str_at(value, "title").unwrap_or_default().to_string(),
+    })
 }
 
 fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -229,24 +293,35 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
     if !context.system_prompt.is_empty() {
         body["instructions"] = json!(context.system_prompt);
     }
-    if !context.tools.is_empty() {
-        let tools: Vec<Value> = context
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "name": t.name, "description": t.description,
-                    "parameters": t.parameters, "strict": false})
-            })
-            .collect();
+    let mut tools: Vec<Value> = context
+        .tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "name": t.name, "description": t.description,
+                "parameters": t.parameters, "strict": false})
+        })
+        .collect();
+    if options.web_search {
+        tools.push(json!({"type": "web_search"}));
+    }
+    if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
     body["max_output_tokens"] = json!(output_limit(model, options));
     if let Some(effort) = reasoning_effort(model, options.thinking) {
         body["reasoning"] = json!({"effort": effort, "summary": "auto"});
     }
+    let mut include = Vec::new();
     if model.reasoning {
         // Stateless requests get the reasoning back encrypted, to replay it next turn.
-        body["include"] = json!(["reasoning.encrypted_content"]);
+        include.push("reasoning.encrypted_content");
+    }
+    if options.web_search {
+        // The pages a search found, not only those the answer cites.
+        include.push("web_search_call.action.sources");
+    }
+    if !include.is_empty() {
+        body["include"] = json!(include);
     }
     body
 }

@@ -41,6 +41,9 @@ pub struct StreamOptions {
     /// A response that sends no content for this long fails (default 120 s): a hung server
     /// must never hang the agent. Keep-alive comments and empty events are not content.
     pub idle_timeout: Duration,
+    /// Turn on the provider's own web search tool where its API has one (OpenAI responses,
+    /// Anthropic messages); other APIs ignore it.
+    pub web_search: bool,
 }
 
 impl Default for StreamOptions {
@@ -52,6 +55,7 @@ impl Default for StreamOptions {
             headers: Vec::new(),
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(120),
+            web_search: false,
         }
     }
 }

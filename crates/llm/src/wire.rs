@@ -23,6 +23,8 @@ pub(crate) struct WireApi {
     pub key_headers: fn(key: &str) -> Vec<(&'static str, String)>,
     /// The largest image the API takes as sent: larger ones are scaled down before.
     pub image_limit: ImageLimit,
+    /// Whether the API has a search tool of its own (`StreamOptions::web_search`).
+    pub web_search: bool,
 }
 
 /// The largest image a wire API takes: its longest side in pixels and its size in bytes
@@ -39,6 +41,11 @@ const OPENAI_IMAGES: ImageLimit = ImageLimit {
     max_edge: 2048,
     max_bytes: 20 << 20,
 };
+
+/// Whether `api` offers a web search tool of the provider's own.
+pub fn offers_web_search(api: Api) -> bool {
+    of(api).web_search
+}
 
 /// The largest image `api` takes.
 pub fn image_limit(api: Api) -> ImageLimit {
@@ -57,6 +64,7 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         parser: |provider| Box::new(openai_completions::Parser::new(provider)),
         key_headers: bearer,
         image_limit: OPENAI_IMAGES,
+        web_search: false,
     },
     WireApi {
         api: Api::OpenaiResponses,
@@ -65,6 +73,7 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
         parser: |provider| Box::new(openai_responses::Parser::new(provider)),
         key_headers: bearer,
         image_limit: OPENAI_IMAGES,
+        web_search: true,
     },
     WireApi {
         api: Api::AnthropicMessages,
@@ -78,6 +87,7 @@ pub(crate) static WIRE_APIS: [WireApi; 3] = [
             max_edge: 2000,
             max_bytes: 5 * (1 << 20) / 4 * 3,
         },
+        web_search: true,
     },
 ];
 

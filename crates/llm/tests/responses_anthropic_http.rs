@@ -8,7 +8,7 @@ use llm::{
     ToolResultMessage, UserContent, UserMessage,
 };
 use mock_llm::{Fault, Reply, ScriptUsage};
-use serde_json::json;
+use serde_json::{Value, json};
 use support::{collect, count, model, options, serve};
 use tokio_util::sync::CancellationToken;
 
@@ -363,4 +363,115 @@ async fn signed_thinking_is_replayed_only_to_its_own_provider() {
     );
     let input = requests[2].body["input"].as_array().unwrap();
     assert!(input.iter().all(|i| i["type"] != "reasoning"), "{input:?}");
+}
+
+#[tokio::test]
+async fn the_providers_own_search_is_asked_for_and_its_results_kept() {
+    // The request fields, with and without `web_search`.
+    for api in [Api::OpenaiResponses, Api::AnthropicMessages] {
+        let server = serve(vec![Reply::text("ok"), Reply::text("ok")]).await;
+        let mut opts = options();
+        opts.web_search = true;
+        collect(&server, api, opts).await;
+        collect(&server, api, options()).await;
+        let requests = server.requests();
+        let tools = requests[0].body["tools"].as_array().unwrap().clone();
+        let search: Vec<&Value> = tools
+            .iter()
+            .filter(|t| t["name"] != "read" && t["type"] != "function")
+            .collect();
+        match api {
+            Api::OpenaiResponses => {
+                assert_eq!(search, [&json!({"type": "web_search"})]);
+                let include = &requests[0].body["include"];
+                assert!(
+                    include
+                        .as_array()
+                        .unwrap()
+                        .contains(&json!("web_search_call.action.sources")),
+                    "{include}"
+                );
+            }
+            _ => assert_eq!(
+                search,
+                [&json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5})]
+            ),
+        }
+        let off = requests[1].body.to_string();
+        assert!(!off.contains("web_search"), "off by default: {off}");
+    }
+
+    // What each API streams back becomes one block per search, kept in the message.
+    let fixture = include_str!("fixtures/anthropic_web_search.sse");
+    let (events, message) = replay_fixture(Api::AnthropicMessages, fixture).await;
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert!(
+        message.tool_calls().next().is_none(),
+        "not a tool call of ours"
+    );
+    let searches: Vec<&llm::WebSearch> = message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            AssistantContent::WebSearch(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(searches.len(), 1);
+    assert_eq!(searches[0].query, "ratatui 0.30 release notes");
+    let urls: Vec<&str> = searches[0].sources.iter().map(|s| s.url.as_str()).collect();
+    assert_eq!(
+        urls,
+        [
+            "https://github.com/ratatui/ratatui/releases/tag/v0.30.0",
+            "https://ratatui.rs/highlights/v030/"
+        ]
+    );
+    assert_eq!(searches[0].sources[1].title, "Ratatui 0.30 highlights");
+    assert_eq!(
+        message.text(),
+        "Let me search for that.\n0.30 splits the crate into a core and widgets."
+    );
+    assert_eq!(
+        count(&events, |e| matches!(e, StreamEvent::WebSearch { .. })),
+        1
+    );
+
+    let fixture = include_str!("fixtures/responses_web_search.sse");
+    let (_, message) = replay_fixture(Api::OpenaiResponses, fixture).await;
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    let AssistantContent::WebSearch(search) = &message.content[0] else {
+        panic!("{:?}", message.content);
+    };
+    assert_eq!(search.query, "tokio 1.48 changelog");
+    assert_eq!(search.sources.len(), 2);
+    assert_eq!(message.text(), "Tokio 1.48 adds a new sync primitive.");
+    let AssistantContent::WebSearch(cited) = message.content.last().unwrap() else {
+        panic!("the cited sources last: {:?}", message.content);
+    };
+    assert_eq!(cited.query, "");
+    assert_eq!(cited.sources[0].title, "Releases · tokio-rs/tokio");
+
+    // A search is shown and kept, never sent back: the next request carries the text only.
+    for api in [Api::OpenaiResponses, Api::AnthropicMessages] {
+        let server = serve(vec![Reply::text("ok")]).await;
+        let mut context = support::context();
+        context.messages.push(Message::Assistant(message.clone()));
+        context
+            .messages
+            .push(Message::User(UserMessage::text("more")));
+        let stream = llm::Router::new().stream(
+            &model(&server, api),
+            context,
+            options(),
+            CancellationToken::new(),
+        );
+        support::drain(stream).await;
+        let body = server.requests()[0].body.to_string();
+        assert!(!body.contains("tokio 1.48 changelog"), "{api}: {body}");
+        assert!(
+            body.contains("Tokio 1.48 adds a new sync primitive."),
+            "{api}"
+        );
+    }
 }

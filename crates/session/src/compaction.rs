@@ -91,6 +91,8 @@ pub fn estimate_message_tokens(message: &AgentMessage) -> u64 {
                 AssistantContent::ToolCall(call) => {
                     chars(&call.name) + chars(&call.arguments_text())
                 }
+                // Shown and kept, never sent back to the model.
+                AssistantContent::WebSearch(_) => 0,
             })
             .sum(),
         AgentMessage::CompactionSummary(summary) => chars(&summary.as_user_text()),
@@ -270,6 +272,15 @@ pub fn transcript(messages: &[AgentMessage]) -> String {
                             call.name,
                             call.arguments_text()
                         )),
+                        AssistantContent::WebSearch(search) => {
+                            let urls: Vec<&str> =
+                                search.sources.iter().map(|s| s.url.as_str()).collect();
+                            out.push_str(&format!(
+                                "[Web search {:?}]: {}\n\n",
+                                search.query,
+                                urls.join(" ")
+                            ));
+                        }
                     }
                 }
             }

@@ -476,6 +476,9 @@ impl App {
                     call.stream_arguments(delta);
                 }
             }
+            StreamEvent::WebSearch { index, search } => {
+                self.block(*index, || CellKind::WebSearch(search.clone()));
+            }
             _ => {}
         }
     }
@@ -519,6 +522,9 @@ impl App {
                                 (call.name.clone(), call.arguments.clone()),
                             );
                             self.settle_streamed_call(index, call);
+                        }
+                        AssistantContent::WebSearch(search) => {
+                            self.block(index, || CellKind::WebSearch(search.clone()));
                         }
                     }
                 }

@@ -5,6 +5,7 @@ pub mod approval;
 mod assistant;
 mod thinking;
 pub(crate) mod tool;
+mod web_search;
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -32,6 +33,8 @@ pub enum CellKind {
     Tool(ToolCell),
     Notice(String),
     Error(String),
+    /// A search the provider ran itself.
+    WebSearch(llm::WebSearch),
 }
 
 pub struct Cell {
@@ -81,7 +84,7 @@ impl Cell {
     pub fn new(kind: CellKind) -> Self {
         let done = matches!(
             kind,
-            CellKind::User(_) | CellKind::Notice(_) | CellKind::Error(_)
+            CellKind::User(_) | CellKind::Notice(_) | CellKind::Error(_) | CellKind::WebSearch(_)
         );
         Self {
             kind,
@@ -210,6 +213,7 @@ fn render(kind: &mut CellKind, view: View) -> Vec<Line<'static>> {
             crate::theme::palette().error,
             width,
         ),
+        CellKind::WebSearch(search) => web_search::lines(search, width),
     }
 }
 
