@@ -567,7 +567,12 @@ async fn search_turns_on_the_providers_search_and_the_session_keeps_what_it_foun
         "anthropic-messages",
     ];
     let mut args = base.to_vec();
-    args.extend(["--search", "--mode", "json", "what changed in ratatui 0.30?"]);
+    args.extend([
+        "--search",
+        "--mode",
+        "json",
+        "what changed in ratatui 0.30?",
+    ]);
     let out = env.run(None, &args, "").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let tools = server.requests()[0].body["tools"].clone();
@@ -582,11 +587,9 @@ async fn search_turns_on_the_providers_search_and_the_session_keeps_what_it_foun
     // JSON mode shows the search as it comes; the session keeps it.
     let events = json_events(&out.stdout);
     assert!(
-        events
-            .iter()
-            .any(|e| e["type"] == "message_update"
-                && e["event"]["type"] == "web_search"
-                && e["event"]["search"]["query"] == "ratatui 0.30 release notes"),
+        events.iter().any(|e| e["type"] == "message_update"
+            && e["event"]["type"] == "web_search"
+            && e["event"]["search"]["query"] == "ratatui 0.30 release notes"),
         "{events:?}"
     );
     let session = std::fs::read_to_string(&env.sessions()[0]).unwrap();
@@ -600,7 +603,10 @@ async fn search_turns_on_the_providers_search_and_the_session_keeps_what_it_foun
     assert!(out.status.success(), "{}", text(&out.stderr));
     let body = server.requests()[1].body.to_string();
     assert!(!body.contains("web_search"), "{body}");
-    assert!(body.contains("0.30 splits the crate"), "the answer's text is");
+    assert!(
+        body.contains("0.30 splits the crate"),
+        "the answer's text is"
+    );
 
     // A wire API without a search tool of its own says so instead of pretending.
     let mut args = vec!["--search", "-p", "hi", "--tools", ""];
