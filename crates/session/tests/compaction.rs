@@ -215,15 +215,17 @@ async fn a_failed_summary_is_an_error_and_a_good_one_is_structured() {
     assert!(contexts[1].tools.is_empty(), "the summariser gets no tools");
 }
 
-#[tokio::test]
-async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_records_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = Home::new(tmp.path());
+/// An agent near its window, resuming a session of `history` (in `tmp`), prompted once: it
+/// compacts before the call. Returns the provider (what it was sent), the agent, the session
+/// file and its size before the prompt.
+async fn prompted_near_the_window(
+    tmp: &std::path::Path,
+    history: Vec<AgentMessage>,
+) -> (Arc<Scripted>, Agent, std::path::PathBuf, u64) {
+    let home = Home::new(tmp);
     let provider = Scripted::new(vec![Ok("## Goal\nsummary text"), Ok("answer")]);
     let m = model(150_000);
     let mut config = AgentConfig::new(m.clone(), provider.clone());
-    // Built once: its user messages carry the time they were made.
-    let history = long_history(6);
     config.messages = history.clone();
     config.compactor = Some(Arc::new(SessionCompactor {
         provider: provider.clone(),
@@ -233,20 +235,31 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     }));
     let agent = Agent::spawn(config);
     // A resumed session's writer knows the ids of the history it starts from.
-    let mut writer = SessionWriter::create(&home, tmp.path(), &m, ThinkingLevel::Off);
+    let mut writer = SessionWriter::create(&home, tmp, &m, ThinkingLevel::Off);
     for message in history {
         writer.record(&AgentEvent::MessageEnd { message }).unwrap();
     }
     let path = writer.path().to_path_buf();
+    let before = std::fs::metadata(&path).unwrap().len();
     let setup = RecorderSetup {
         home: home.clone(),
-        cwd: tmp.path().to_path_buf(),
-        model: m.clone(),
+        cwd: tmp.to_path_buf(),
+        model: m,
         thinking: ThinkingLevel::Off,
     };
     let recorder = Recorder::spawn(agent.subscribe(), Some(writer), setup);
     agent.prompt(AgentMessage::user("next")).await.unwrap();
     agent.wait_idle().await.unwrap();
+    let errors = recorder.finish().await;
+    assert!(errors.is_empty(), "{errors:?}");
+    (provider, agent, path, before)
+}
+
+#[tokio::test]
+async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_records_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Built once: its user messages carry the time they were made.
+    let (provider, agent, path, _) = prompted_near_the_window(tmp.path(), long_history(6)).await;
 
     let contexts = provider.contexts.lock().unwrap().clone();
     assert_eq!(contexts.len(), 2, "summary request, then the model call");
@@ -258,9 +271,6 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
     assert!(call.len() < 31, "older turns replaced");
     let snapshot = agent.snapshot().await.unwrap().messages;
     assert!(matches!(snapshot[0], AgentMessage::CompactionSummary(_)));
-
-    let errors = recorder.finish().await;
-    assert!(errors.is_empty(), "{errors:?}");
     let loaded = load_session(&path).unwrap();
     assert_eq!(
         loaded.messages, snapshot,
@@ -271,10 +281,6 @@ async fn an_agent_near_the_window_compacts_before_its_next_call_and_the_session_
 #[tokio::test]
 async fn a_compacted_image_is_never_sent_again_nor_copied_into_the_session() {
     let tmp = tempfile::tempdir().unwrap();
-    let home = Home::new(tmp.path());
-    let provider = Scripted::new(vec![Ok("## Goal\nsummary text"), Ok("answer")]);
-    let m = model(150_000);
-    let mut config = AgentConfig::new(m.clone(), provider.clone());
     // The first prompt carries a 1 MB screenshot; the turns after it fill the window.
     let screenshot = llm::ImageContent::new("QUJD".repeat(350_000), "image/png");
     let mut history = vec![AgentMessage::User(llm::UserMessage::with_images(
@@ -282,30 +288,7 @@ async fn a_compacted_image_is_never_sent_again_nor_copied_into_the_session() {
         vec![screenshot],
     ))];
     history.extend(long_history(6));
-    config.messages = history.clone();
-    config.compactor = Some(Arc::new(SessionCompactor {
-        provider: provider.clone(),
-        options: StreamOptions::default(),
-        settings: CompactionSettings::default(),
-        fixed_tokens: 0,
-    }));
-    let agent = Agent::spawn(config);
-    let mut writer = SessionWriter::create(&home, tmp.path(), &m, ThinkingLevel::Off);
-    for message in history {
-        writer.record(&AgentEvent::MessageEnd { message }).unwrap();
-    }
-    let path = writer.path().to_path_buf();
-    let before = std::fs::metadata(&path).unwrap().len();
-    let setup = RecorderSetup {
-        home: home.clone(),
-        cwd: tmp.path().to_path_buf(),
-        model: m.clone(),
-        thinking: ThinkingLevel::Off,
-    };
-    let recorder = Recorder::spawn(agent.subscribe(), Some(writer), setup);
-    agent.prompt(AgentMessage::user("next")).await.unwrap();
-    agent.wait_idle().await.unwrap();
-    assert!(recorder.finish().await.is_empty());
+    let (provider, _agent, path, before) = prompted_near_the_window(tmp.path(), history).await;
 
     let has_image = |context: &Context| {
         context.messages.iter().any(|m| match m {
