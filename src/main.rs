@@ -200,18 +200,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Fail> {
                 tui::Screen::Inline
             };
             // Checked now, so a wrong path or a model without image input stops here.
-            if !cli.images.is_empty() && !setup.model.images {
-                return Err(Fail(format!(
-                    "-i/--image: {}",
-                    attach::not_taken(&setup.model)
-                )));
-            }
-            let limit = llm::image_limit(setup.model.api);
-            let images = cli
-                .images
-                .iter()
-                .map(|path| attach::from_path(&setup.cwd.join(path), limit))
-                .collect::<Result<Vec<_>, _>>()
+            let images = attach::given_images(&cli.images, &setup.cwd, &setup.model)
                 .map_err(|err| Fail(format!("-i/--image: {err}")))?;
             modes::interactive::run(setup, cli.prompt.clone(), images, screen).await
         }

@@ -30,20 +30,39 @@ pub fn prompt_images(
     cwd: &Path,
     model: &Model,
 ) -> Result<Vec<ImageContent>, String> {
-    let mentioned = image_mentions(prompt, cwd);
-    if !model.images {
-        if !given.is_empty() {
-            return Err(not_taken(model));
-        }
+    if !model.images && given.is_empty() {
         // A mention is also just a file's name: without image input it goes as text.
         return Ok(Vec::new());
+    }
+    let mentioned = image_mentions(prompt, cwd);
+    let mut images: Vec<ImageContent> = given_images(given, cwd, model)?
+        .into_iter()
+        .map(|a| a.image)
+        .collect();
+    let limit = llm::image_limit(model.api);
+    for path in mentioned {
+        images.push(from_path(&path, limit)?.image);
+    }
+    Ok(images)
+}
+
+/// The `-i` images (relative paths from `cwd`), read and prepared for `model`; `Err` when
+/// the model takes none or a file is not a usable image.
+pub fn given_images(
+    given: &[PathBuf],
+    cwd: &Path,
+    model: &Model,
+) -> Result<Vec<Attachment>, String> {
+    if given.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !model.images {
+        return Err(not_taken(model));
     }
     let limit = llm::image_limit(model.api);
     given
         .iter()
-        .map(|path| cwd.join(path))
-        .chain(mentioned)
-        .map(|path| from_path(&path, limit).map(|a| a.image))
+        .map(|path| from_path(&cwd.join(path), limit))
         .collect()
 }
 

@@ -129,15 +129,7 @@ impl ImageContent {
         if !self.data.is_empty() {
             return Ok(std::borrow::Cow::Borrowed(&self.data));
         }
-        let Some(path) = &self.stored_at else {
-            return Err("the image's bytes are missing".into());
-        };
-        let bytes = std::fs::read(path).map_err(|err| {
-            format!(
-                "the image stored at {} cannot be read: {err}",
-                path.display()
-            )
-        })?;
+        let bytes = self.bytes()?;
         Ok(std::borrow::Cow::Owned(
             base64::engine::general_purpose::STANDARD.encode(bytes),
         ))

@@ -18,6 +18,15 @@ pub fn images_dir(session_file: &Path) -> PathBuf {
     spill_dir(session_file).join("images")
 }
 
+/// The content of `message` that may hold images.
+fn content_of(message: &AgentMessage) -> &[UserContent] {
+    match message {
+        AgentMessage::User(user) => &user.content,
+        AgentMessage::ToolResult(result) => &result.content,
+        _ => &[],
+    }
+}
+
 fn images_of(message: &mut AgentMessage) -> impl Iterator<Item = &mut ImageContent> {
     let content = match message {
         AgentMessage::User(user) => &mut user.content[..],
@@ -36,15 +45,18 @@ pub(crate) fn stored(
     message: &AgentMessage,
     session_file: &Path,
 ) -> io::Result<Option<AgentMessage>> {
-    let mut copy = message.clone();
-    let mut images = images_of(&mut copy).peekable();
-    if images.peek().is_none() {
+    // Checked before any copy: every message the session records passes here.
+    let has_image = content_of(message)
+        .iter()
+        .any(|c| matches!(c, UserContent::Image(_)));
+    if !has_image {
         return Ok(None);
     }
     let dir = images_dir(session_file);
     create_spill_dir(session_file)?;
     platform::fs::create_private_dirs(&spill_dir(session_file), &dir)?;
-    for image in images {
+    let mut copy = message.clone();
+    for image in images_of(&mut copy) {
         store(image, &dir)?;
     }
     Ok(Some(copy))
