@@ -5,13 +5,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use llm::{Model, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::owner::Owner;
 use crate::protocol::{AgentConfig, AgentError, AgentSnapshot, Command, Deltas, Reply};
-use crate::{AgentEvent, AgentMessage, QueueKind, QueueMode, QueuedMessage, ResetReason};
+use crate::{
+    AgentEvent, AgentMessage, Mode, QueueKind, QueueMode, QueuedMessage, ResetReason,
+    ToolRequirement,
+};
 
 /// A handle to a running agent; cheap to clone. When the last handle is dropped the current
 /// run is aborted and the agent task ends.
@@ -57,7 +61,19 @@ impl Agent {
     }
 
     pub async fn prompt_all(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
-        self.ask(|reply| Command::Prompt(messages, reply))
+        self.ask(|reply| Command::Prompt(messages, None, reply))
+            .await
+            .and_then(|r| r)
+    }
+
+    /// Starts a run that is stopped, as an abort stops it, once `deadline` has passed
+    /// (`agent_end` then says `stopped_by: deadline`); it replaces the agent's own deadline.
+    pub async fn prompt_within(
+        &self,
+        message: AgentMessage,
+        deadline: Duration,
+    ) -> Result<(), AgentError> {
+        self.ask(|reply| Command::Prompt(vec![message], Some(deadline), reply))
             .await
             .and_then(|r| r)
     }
@@ -116,6 +132,22 @@ impl Agent {
     /// Model of the next run (`model_change`).
     pub fn set_model(&self, model: Model) {
         self.send(Command::SetModel(model));
+    }
+
+    /// The working mode from the next model call on (`mode_change`).
+    pub fn set_mode(&self, mode: Mode) {
+        self.send(Command::SetMode(mode));
+    }
+
+    /// Requires the model to call a tool in the next run (see [`ToolRequirement`]); `None`
+    /// withdraws a requirement no run has taken yet.
+    pub fn require_tool(&self, requirement: Option<ToolRequirement>) {
+        self.send(Command::Require(requirement));
+    }
+
+    /// How long each run may take from now on (`None`: no limit).
+    pub fn set_deadline(&self, deadline: Option<Duration>) {
+        self.send(Command::SetDeadline(deadline));
     }
 
     /// Thinking level of the next run (`thinking_change`).

@@ -27,6 +27,11 @@ pub(crate) struct Balance {
 }
 
 impl Balance {
+    /// Notes what stopped the run from inside, for its `agent_end`.
+    pub fn stopped_by(&mut self, stop: crate::RunStop) {
+        self.summary.stopped_by = Some(stop);
+    }
+
     pub fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::AgentStart => {
@@ -71,6 +76,7 @@ impl Balance {
             | AgentEvent::ToolExecutionUpdate { .. }
             | AgentEvent::ModelChange { .. }
             | AgentEvent::ThinkingChange { .. }
+            | AgentEvent::ModeChange { .. }
             | AgentEvent::HistoryReset { .. }
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }

@@ -82,6 +82,10 @@ pub enum AgentEvent {
     ThinkingChange {
         level: ThinkingLevel,
     },
+    /// The working mode from the next model call on (default, auto-edit, plan).
+    ModeChange {
+        mode: crate::Mode,
+    },
     /// The history was replaced (a new session, a resumed one). `session` names where the
     /// host keeps the new history (its session file), `None` when it is not kept.
     HistoryReset {
@@ -255,9 +259,32 @@ pub struct RunSummary {
     pub tools: Vec<ToolRun>,
     /// Tokens and cost of the run's model calls.
     pub usage: llm::Usage,
+    /// Why the run was stopped from inside, when it was (not the user's abort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<RunStop>,
     /// Events the agent had to make up because the run did not close what it opened (a bug or
     /// a panic in the loop). Always 0 in a healthy run.
     pub repairs: u32,
+}
+
+/// What stopped a run before its work was done, besides the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStop {
+    /// Its deadline passed: it ended as an abort does (every call paired, commands killed).
+    Deadline,
+    /// A required tool was not called, even when forced (see `ToolRequirement`).
+    RequirementUnmet,
+}
+
+impl RunStop {
+    /// What the user reads.
+    pub fn explain(self) -> &'static str {
+        match self {
+            RunStop::Deadline => "the run's deadline passed",
+            RunStop::RequirementUnmet => "the model did not call the tool it was required to",
+        }
+    }
 }
 
 impl RunSummary {

@@ -4,10 +4,14 @@
 //! everything it needs from the queues comes back over a oneshot reply, so the agent stays the
 //! single owner of the history and the queues.
 
+use std::sync::{Arc, OnceLock};
+
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, QueuedMessage};
+use crate::{
+    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, QueuedMessage, RunStop,
+};
 
 /// What a run sends to its agent.
 pub(crate) enum Internal {
@@ -31,6 +35,8 @@ pub(crate) struct LoopIo {
     pub tx: mpsc::UnboundedSender<Internal>,
     pub cancel: CancellationToken,
     pub steering: watch::Receiver<usize>,
+    /// What stopped the run from inside (its deadline, an unmet requirement), if anything.
+    pub stopped_by: Arc<OnceLock<RunStop>>,
 }
 
 impl LoopIo {
@@ -60,6 +66,14 @@ impl LoopIo {
     /// Whether a steering message waits: the batch stops starting tools.
     pub fn steering_pending(&self) -> bool {
         *self.steering.borrow() > 0
+    }
+
+    /// Why a cancelled run stopped, in the words of its aborted message.
+    pub fn abort_reason(&self) -> &'static str {
+        match self.stopped_by.get() {
+            Some(RunStop::Deadline) => "The run's deadline passed",
+            _ => "Request was aborted",
+        }
     }
 
     pub fn emit_message(&self, message: &AgentMessage) {

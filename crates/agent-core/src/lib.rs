@@ -18,10 +18,12 @@ mod hooks;
 mod io;
 mod mcp_status;
 mod message;
+mod mode;
 mod owner;
 mod protocol;
 mod queue;
 mod redact;
+mod requirement;
 mod run;
 mod tool;
 mod tool_exec;
@@ -35,15 +37,17 @@ pub use checkpoint::{
 };
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
-    AgentEvent, CompactReason, CompactionOutcome, HookOutcome, HookRun, ResetReason, RunSummary,
-    ToolOutcome, ToolRun,
+    AgentEvent, CompactReason, CompactionOutcome, HookOutcome, HookRun, ResetReason, RunStop,
+    RunSummary, ToolOutcome, ToolRun,
 };
 pub use extra::ExtraTools;
 pub use hooks::{HookContext, Hooks, NextTurn, NoHooks, TurnInfo};
 pub use mcp_status::{McpServerStatus, McpState, McpStatus};
 pub use message::{AgentMessage, CompactionSummary, Notice, default_convert_to_llm};
+pub use mode::{Mode, ModeSwitch, PlanMode};
 pub use protocol::{AgentConfig, AgentError, AgentSnapshot};
 pub use queue::{QueueKind, QueueMode, QueuedMessage};
 pub use redact::{REDACTED, Redactor};
+pub use requirement::{MAX_ESCALATIONS, RequireWhen, ToolRequirement};
 pub use tool::{Concurrency, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 pub use validate::{InvalidArguments, validate_arguments};

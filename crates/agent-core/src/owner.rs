@@ -6,7 +6,8 @@
 //! through here, which mirrors the history from `message_end` events. Every change made here is
 //! announced as an event too, so subscribers never need to ask.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, watch};
@@ -20,11 +21,14 @@ use crate::queue::Queue;
 use crate::run::{RunContext, Start, run_loop};
 use crate::{
     AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, CompactReason,
-    CompactionOutcome, Compactor, Hooks, QueueKind, QueuedMessage, Tool,
+    CompactionOutcome, Compactor, Hooks, ModeSwitch, PlanMode, QueueKind, QueuedMessage, RunStop,
+    Tool, ToolRequirement,
 };
 
 struct ActiveRun {
     cancel: CancellationToken,
+    /// Set by the run (or its deadline) when it stopped itself.
+    stopped_by: Arc<OnceLock<RunStop>>,
 }
 
 pub(crate) struct Owner {
@@ -63,6 +67,11 @@ pub(crate) struct Owner {
     extra_rx: Option<watch::Receiver<crate::extra::List>>,
     /// The last `mcp_status`, told to each new subscriber.
     mcp_status: Option<crate::McpStatus>,
+    mode: ModeSwitch,
+    plan: Option<PlanMode>,
+    /// What the next run must call; taken by it.
+    requirement: Option<ToolRequirement>,
+    deadline: Option<Duration>,
 }
 
 impl Owner {
@@ -103,6 +112,10 @@ impl Owner {
             extra_tools: config.extra_tools,
             redactor: config.redactor,
             mcp_status: None,
+            mode: config.mode,
+            plan: config.plan,
+            requirement: None,
+            deadline: config.deadline,
         }
     }
 
@@ -139,14 +152,15 @@ impl Owner {
 
     fn on_command(&mut self, command: Command) {
         match command {
-            Command::Prompt(messages, reply) => {
+            Command::Prompt(messages, deadline, reply) => {
                 let result = if self.run.is_some() {
                     Err(AgentError::Busy)
                 } else {
-                    self.start_run(Start {
+                    let start = Start {
                         messages,
                         delivered: Vec::new(),
-                    });
+                    };
+                    self.start_run_within(start, deadline.or(self.deadline));
                     Ok(())
                 };
                 let _ = reply.send(result);
@@ -190,6 +204,13 @@ impl Owner {
                     self.deliver(AgentEvent::ModelChange { model });
                 }
             }
+            Command::SetMode(mode) => {
+                if self.mode.set(mode) {
+                    self.deliver(AgentEvent::ModeChange { mode });
+                }
+            }
+            Command::Require(requirement) => self.requirement = requirement,
+            Command::SetDeadline(deadline) => self.deadline = deadline,
             Command::SetThinking(level) => {
                 if level != self.thinking {
                     self.thinking = level;
@@ -255,6 +276,7 @@ impl Owner {
                     messages: self.messages.clone(),
                     model: self.model.clone(),
                     thinking: self.thinking,
+                    mode: self.mode.get(),
                     running: self.run.is_some(),
                     steering: self.steering.messages.iter().cloned().collect(),
                     follow_up: self.follow_up.messages.iter().cloned().collect(),
@@ -355,7 +377,10 @@ impl Owner {
             // Messages queued during the compaction run next (unless it was aborted).
             let _ = done.send(Internal::Finished { drained: true });
         });
-        self.run = Some(ActiveRun { cancel });
+        self.run = Some(ActiveRun {
+            cancel,
+            stopped_by: Arc::default(),
+        });
         Ok(())
     }
 
@@ -438,7 +463,9 @@ impl Owner {
         self.withdraw_questions("the run ended");
         let cancelled = self.run_cancelled();
         // Idle before `agent_end` goes out, so a reader can prompt as soon as it sees it.
-        self.run = None;
+        if let Some(stop) = self.run.take().and_then(|r| r.stopped_by.get().copied()) {
+            self.balance.stopped_by(stop);
+        }
         for event in self.balance.close(&self.messages) {
             self.deliver(event);
         }
@@ -512,7 +539,25 @@ impl Owner {
     }
 
     fn start_run(&mut self, start: Start) {
+        self.start_run_within(start, self.deadline);
+    }
+
+    fn start_run_within(&mut self, start: Start, deadline: Option<Duration>) {
         let cancel = CancellationToken::new();
+        let stopped_by: Arc<OnceLock<RunStop>> = Arc::default();
+        if let Some(deadline) = deadline {
+            // The deadline stops the run the way an abort does, saying why.
+            let (cancel, stopped_by) = (cancel.clone(), stopped_by.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(deadline) => {
+                        let _ = stopped_by.set(RunStop::Deadline);
+                        cancel.cancel();
+                    }
+                    _ = cancel.cancelled() => {}
+                }
+            });
+        }
         let ctx = RunContext {
             messages: self.messages.clone(),
             model: self.model.clone(),
@@ -527,11 +572,15 @@ impl Owner {
             extra_tools: self.extra_tools.clone(),
             redactor: self.redactor.clone(),
             turn: self.turn,
+            mode: self.mode.clone(),
+            plan: self.plan.clone(),
+            requirement: self.requirement.take(),
         };
         let io = LoopIo {
             tx: self.internal_tx.clone(),
             cancel: cancel.clone(),
             steering: self.steering_len.subscribe(),
+            stopped_by: stopped_by.clone(),
         };
         let done = self.internal_tx.clone();
         tokio::spawn(async move {
@@ -541,7 +590,7 @@ impl Owner {
                 .unwrap_or(false);
             let _ = done.send(Internal::Finished { drained });
         });
-        self.run = Some(ActiveRun { cancel });
+        self.run = Some(ActiveRun { cancel, stopped_by });
     }
 
     fn sync_steering(&self) {

@@ -2,6 +2,7 @@
 //! conversation: how an agent starts, the commands it takes, what it answers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use llm::{Model, Provider, StreamOptions, ThinkingLevel};
 use tokio::sync::{mpsc, oneshot};
@@ -9,7 +10,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::redact::Redactor;
 use crate::{
     AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor,
-    ExtraTools, Hooks, NoHooks, QueueMode, QueuedMessage, ResetReason, Tool,
+    ExtraTools, Hooks, Mode, ModeSwitch, NoHooks, PlanMode, QueueMode, QueuedMessage,
+    ResetReason, Tool, ToolRequirement,
 };
 
 /// How an agent starts.
@@ -34,6 +36,12 @@ pub struct AgentConfig {
     pub extra_tools: ExtraTools,
     /// The provider key values no tool output may carry (see [`Redactor`]).
     pub redactor: Redactor,
+    /// The working mode, shared with whatever enforces it in the host.
+    pub mode: ModeSwitch,
+    /// What plan mode adds; without it plan mode only withholds the tools that change files.
+    pub plan: Option<PlanMode>,
+    /// How long each run may take before it is stopped as an abort is (none: no limit).
+    pub deadline: Option<Duration>,
 }
 
 impl AgentConfig {
@@ -53,6 +61,9 @@ impl AgentConfig {
             checkpointer: None,
             extra_tools: ExtraTools::default(),
             redactor: Redactor::default(),
+            mode: ModeSwitch::default(),
+            plan: None,
+            deadline: None,
         }
     }
 }
@@ -88,6 +99,7 @@ pub struct AgentSnapshot {
     pub messages: Vec<AgentMessage>,
     pub model: Model,
     pub thinking: ThinkingLevel,
+    pub mode: Mode,
     pub running: bool,
     pub steering: Vec<QueuedMessage>,
     pub follow_up: Vec<QueuedMessage>,
@@ -98,7 +110,12 @@ pub struct AgentSnapshot {
 pub(crate) type Reply<T> = oneshot::Sender<T>;
 
 pub(crate) enum Command {
-    Prompt(Vec<AgentMessage>, Reply<Result<(), AgentError>>),
+    /// With a deadline of its own for this run.
+    Prompt(
+        Vec<AgentMessage>,
+        Option<Duration>,
+        Reply<Result<(), AgentError>>,
+    ),
     Continue(Reply<Result<(), AgentError>>),
     Compact(Option<String>, Reply<Result<(), AgentError>>),
     Queue(QueuedMessage),
@@ -107,6 +124,10 @@ pub(crate) enum Command {
     Stop,
     SetModel(Model),
     SetThinking(ThinkingLevel),
+    SetMode(Mode),
+    /// A tool the next run must call (see `ToolRequirement`).
+    Require(Option<ToolRequirement>),
+    SetDeadline(Option<Duration>),
     Reset {
         messages: Vec<AgentMessage>,
         reason: ResetReason,

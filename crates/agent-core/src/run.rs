@@ -16,10 +16,12 @@ use llm::{
 
 use crate::compaction::compact_history;
 use crate::io::{Internal, LoopIo};
-use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
+use crate::requirement::{SoftGate, Verdict};
+use crate::tool_exec::{Batch, NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
-    AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, HookContext, Hooks,
-    QueuedMessage, Tool, ToolOutcome, TurnInfo, is_context_overflow,
+    AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, HookContext, Hooks, Mode,
+    ModeSwitch, PlanMode, QueuedMessage, RunStop, Tool, ToolOutcome, ToolRequirement, TurnInfo,
+    is_context_overflow,
 };
 
 /// Everything a run needs, copied from the agent when the run starts.
@@ -39,6 +41,11 @@ pub(crate) struct RunContext {
     pub redactor: crate::redact::Redactor,
     /// The number of the agent's last turn; this run's first turn is the next.
     pub turn: u64,
+    /// Read before every model call: a switch mid-run holds from the next call on.
+    pub mode: ModeSwitch,
+    pub plan: Option<PlanMode>,
+    /// A tool the host requires in this run.
+    pub requirement: Option<ToolRequirement>,
 }
 
 impl RunContext {
@@ -106,6 +113,24 @@ impl RunContext {
             Ok(None) => None,
             Err(err) => Some(err),
         }
+    }
+
+    /// The plan mode in force now, if the agent is in plan mode.
+    fn planning(&self) -> Option<&PlanMode> {
+        self.plan.as_ref().filter(|_| self.mode.get() == Mode::Plan)
+    }
+
+    /// Keeps the gate's requirement in step with the mode: plan mode requires its plan tool
+    /// before the run ends; leaving plan mode drops that requirement.
+    fn sync_gate(&self, gate: &mut SoftGate) {
+        let plan = self.plan.as_ref().map(|p| &p.submit);
+        gate.stand(plan, self.planning().is_some());
+    }
+
+    /// The tools offered in the current mode.
+    fn offered(&self, tools: &[Arc<dyn Tool>]) -> Arc<Vec<Arc<dyn Tool>>> {
+        let mode = self.mode.get();
+        Arc::new(tools.iter().filter(|t| t.offered_in(mode)).cloned().collect())
     }
 
     /// Opens the next turn.
@@ -204,6 +229,8 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
     // A context-overflow error earns one compaction and one retry per run, not a loop.
     let mut overflow_retried = false;
     let mut tools_dropped = false;
+    let mut gate = SoftGate::new(ctx.requirement.take());
+    let hard = ctx.stream_options.tool_choice.clone();
 
     'outer: loop {
         let mut first = true;
@@ -220,7 +247,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                         turn: ctx.turn,
                         message: AssistantMessage {
                             stop_reason: StopReason::Aborted,
-                            error_message: Some("Request was aborted".into()),
+                            error_message: Some(io.abort_reason().into()),
                             ..message
                         },
                         tool_results: Vec::new(),
@@ -243,19 +270,25 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
             }
             turn_open = false;
             ctx.inject(messages, queued.delivered, &io);
+            ctx.sync_gate(&mut gate);
+            if let Some(reminder) = gate.reminder(hard.as_ref()) {
+                ctx.inject(vec![reminder], Vec::new(), &io);
+            }
             // Before every model call, not only between runs: one long run of tool calls can
             // outgrow the window on its own.
             ctx.compact(CompactReason::Threshold, &io).await;
 
             // The tools of this call, also those its tool calls may use: one that arrives
             // while the model answers is offered from the next call on.
-            let tools = ctx.extra_tools.merged(&ctx.tools);
-            let assistant = stream_assistant(&ctx, &tools, &io).await;
+            let tools = ctx.offered(&ctx.extra_tools.merged(&ctx.tools));
+            let choice = gate.tool_choice(hard.as_ref());
+            let assistant = stream_assistant(&ctx, &tools, choice, &io).await;
             ctx.messages
                 .push(AgentMessage::Assistant(assistant.clone()));
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
 
             let mut checkpoint_note = None;
+            let mut escalated = false;
             let (results, terminate) = match assistant.stop_reason {
                 StopReason::Error | StopReason::Aborted => {
                     let reason = match assistant.stop_reason {
@@ -275,15 +308,61 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     )
                 }
                 StopReason::Stop | StopReason::ToolUse => {
+                    let (run, skipped) = match gate.judge(&assistant, hard.as_ref()) {
+                        Verdict::Free => (calls.clone(), Vec::new()),
+                        Verdict::Met { others } => {
+                            let run = calls.iter().filter(|c| !others.contains(c)).cloned();
+                            (run.collect(), others)
+                        }
+                        Verdict::Escalate { calls } => {
+                            escalated = true;
+                            (Vec::new(), calls)
+                        }
+                        Verdict::GiveUp(error) => {
+                            let _ = io.stopped_by.set(RunStop::RequirementUnmet);
+                            let results =
+                                not_run_all(&calls, ToolOutcome::Skipped, &error, &io);
+                            let note = AgentMessage::notice(format!("Stopped: {error}."));
+                            for result in &results {
+                                let message = AgentMessage::ToolResult(result.clone());
+                                io.emit_message(&message);
+                                ctx.messages.push(message);
+                            }
+                            io.emit_message(&note);
+                            ctx.messages.push(note);
+                            io.emit(AgentEvent::TurnEnd {
+                                turn: ctx.turn,
+                                message: assistant.clone(),
+                                tool_results: results,
+                            });
+                            break 'outer;
+                        }
+                    };
+                    let required = gate_tool(&ctx, &gate);
+                    let skip_reason = format!(
+                        "Not run: `{required}` must be called first. Call it now; issue this \
+                         call again afterwards if it is still needed."
+                    );
+                    let mut results = not_run_all(&skipped, ToolOutcome::Skipped, &skip_reason, &io);
                     let toolbox = Toolbox {
                         tools: &tools,
                         hooks: ctx.hooks.as_ref(),
                         redactor: &ctx.redactor,
                     };
-                    let mark = ctx.checkpoint_before(&calls).await;
-                    let batch = execute_batch(&toolbox, &calls, &io).await;
-                    checkpoint_note = ctx.checkpoint_after(mark, &calls, &io).await;
-                    (batch.results, batch.terminate)
+                    let mark = ctx.checkpoint_before(&run).await;
+                    let batch = if run.is_empty() {
+                        Batch {
+                            results: Vec::new(),
+                            terminate: false,
+                        }
+                    } else {
+                        execute_batch(&toolbox, &run, &io).await
+                    };
+                    checkpoint_note = ctx.checkpoint_after(mark, &run, &io).await;
+                    results.extend(batch.results);
+                    // Results in the order of the calls.
+                    results.sort_by_key(|r| calls.iter().position(|c| c.id == r.tool_call_id));
+                    (results, batch.terminate && skipped.is_empty())
                 }
             };
             for result in &results {
@@ -346,6 +425,14 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 break 'outer;
             }
             more_tool_calls = !calls.is_empty() && !terminate;
+            if escalated {
+                // The next request forces the tool; after a reply without any call it also
+                // must not end with the model's own turn.
+                more_tool_calls = true;
+                if calls.is_empty() {
+                    resumed.extend(gate.nudge());
+                }
+            }
 
             let turn = TurnInfo {
                 message: &assistant,
@@ -371,6 +458,11 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
         }
         if io.cancel.is_cancelled() {
             break;
+        }
+        ctx.sync_gate(&mut gate);
+        if gate.before_stop(hard.as_ref()) {
+            // A tool required before the end was not called: remind the model (a new turn).
+            continue;
         }
         pending = io.take(Internal::TakeFollowUp).await;
         if pending.is_empty() && continued < MAX_STOP_CONTINUATIONS {
@@ -413,10 +505,15 @@ fn rejects_tools(message: &AssistantMessage) -> bool {
 async fn stream_assistant(
     ctx: &RunContext,
     tools: &[Arc<dyn Tool>],
+    tool_choice: Option<llm::ToolChoice>,
     io: &LoopIo,
 ) -> AssistantMessage {
+    let system_prompt = match ctx.planning() {
+        Some(plan) => format!("{}\n\n{}", ctx.system_prompt, plan.instructions),
+        None => ctx.system_prompt.clone(),
+    };
     let context = Context {
-        system_prompt: ctx.system_prompt.clone(),
+        system_prompt,
         messages: ctx.hooks.convert_to_llm(&ctx.messages),
         tools: tools
             .iter()
@@ -429,6 +526,7 @@ async fn stream_assistant(
     };
     let mut options = ctx.stream_options.clone();
     options.thinking = ctx.thinking;
+    options.tool_choice = tool_choice;
     let mut builder = AssistantBuilder::new(&ctx.model.id, &ctx.model.provider);
     io.emit(AgentEvent::MessageStart {
         message: AgentMessage::Assistant(builder.snapshot(StopReason::Stop)),
@@ -445,7 +543,7 @@ async fn stream_assistant(
         };
         match next {
             // Aborted: stop reading at once; what arrived so far (complete tool calls only) stays.
-            None => break aborted(&builder),
+            None => break aborted(&builder, io),
             Some(None) => {
                 let reason = "the provider stream ended without a result";
                 break closing_message(builder.failed(StopReason::Error, reason));
@@ -461,7 +559,9 @@ async fn stream_assistant(
     };
     drop(stream);
     if io.cancel.is_cancelled() && message.stop_reason != StopReason::Aborted {
-        message = aborted(&builder);
+        message = aborted(&builder, io);
+    } else if io.cancel.is_cancelled() && io.stopped_by.get().is_some() {
+        message.error_message = Some(io.abort_reason().into());
     }
     message.timestamp = now_millis();
     unique_call_ids(&mut message);
@@ -493,8 +593,15 @@ fn unique_call_ids(message: &mut AssistantMessage) {
     }
 }
 
-fn aborted(builder: &AssistantBuilder) -> AssistantMessage {
-    closing_message(builder.failed(StopReason::Aborted, "Request was aborted"))
+fn aborted(builder: &AssistantBuilder, io: &LoopIo) -> AssistantMessage {
+    closing_message(builder.failed(StopReason::Aborted, io.abort_reason()))
+}
+
+/// The tool the gate asks for (for the text of skipped calls).
+fn gate_tool(ctx: &RunContext, gate: &SoftGate) -> String {
+    gate.tool()
+        .or_else(|| ctx.plan.as_ref().map(|p| p.submit.tool.clone()))
+        .unwrap_or_default()
 }
 
 fn closing_message(event: StreamEvent) -> AssistantMessage {

@@ -149,6 +149,12 @@ pub trait Tool: Send + Sync + 'static {
     fn interruptible(&self) -> bool {
         false
     }
+    /// Whether the model is offered the tool in `mode` (plan mode offers nothing that
+    /// changes files, and only plan mode offers the tool that presents a plan).
+    fn offered_in(&self, mode: crate::Mode) -> bool {
+        let _ = mode;
+        true
+    }
     /// How a UI shows its calls.
     fn view(&self) -> ToolView {
         ToolView::Plain

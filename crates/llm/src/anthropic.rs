@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Failure, WireRequest};
 use crate::parse::{self, Flow, WireParser};
+use crate::provider::ToolChoice;
 use crate::{
     AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
     StreamOptions, ThinkingLevel, Usage, UserContent,
@@ -307,10 +308,22 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
         // The server tool: Anthropic runs the searches itself, at most five a request.
         tools.push(json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5}));
     }
+    // Anthropic refuses extended thinking together with a forced tool: a forced call goes
+    // without thinking.
+    let mut forced = false;
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &options.tool_choice {
+            forced = matches!(choice, ToolChoice::Required | ToolChoice::Tool(_));
+            body["tool_choice"] = match choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+        }
     }
-    if let Some(budget) = thinking_budget(options.thinking).filter(|_| model.reasoning) {
+    if let Some(budget) = thinking_budget(options.thinking).filter(|_| model.reasoning && !forced) {
         // The budget counts against max_tokens: leave room for the answer after it.
         if max_tokens <= budget {
             max_tokens = budget + 4096;

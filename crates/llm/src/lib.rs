@@ -41,7 +41,7 @@ pub use message::{
 };
 pub use model::{Api, Model, ModelCost, ThinkingLevel, UnknownThinkingLevel};
 pub use partial_json::parse_partial_json;
-pub use provider::{Context, EventStream, Provider, StreamOptions, ToolSpec};
+pub use provider::{Context, EventStream, Provider, StreamOptions, ToolChoice, ToolSpec};
 pub use registry::{ProviderEntry, Registry, RegistryError};
 pub use retry::RetryPolicy;
 pub use router::{Router, api_key_env, is_hosted_provider};

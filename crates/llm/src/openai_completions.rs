@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Failure, WireRequest};
 use crate::parse::{self, Flow, WireParser};
+use crate::provider::ToolChoice;
 use crate::think_tags::{Piece, ThinkSplitter};
 use crate::{
     AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
@@ -228,6 +229,14 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &options.tool_choice {
+            body["tool_choice"] = match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+        }
     }
     // Always sent: without it some local servers generate until their context is full (a
     // small model looping for minutes). OpenAI's reasoning models reject `max_tokens`; every

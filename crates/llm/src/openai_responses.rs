@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::http::{Failure, WireRequest};
 use crate::openai_completions::{output_limit, reasoning_effort};
 use crate::parse::{self, Flow, WireParser};
+use crate::provider::ToolChoice;
 use crate::{
     AssistantBuilder, AssistantContent, Context, Message, Model, StopReason, StreamEvent,
     StreamOptions, Usage, UserContent,
@@ -306,6 +307,14 @@ pub fn request_body(model: &Model, context: &Context, options: &StreamOptions) -
     }
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &options.tool_choice {
+            body["tool_choice"] = match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+            };
+        }
     }
     body["max_output_tokens"] = json!(output_limit(model, options));
     if let Some(effort) = reasoning_effort(model, options.thinking) {

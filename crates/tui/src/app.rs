@@ -384,6 +384,10 @@ impl App {
                 self.status.thinking = Some(*level);
                 self.push_cell(CellKind::Notice(format!("Thinking: {}.", level)));
             }
+            AgentEvent::ModeChange { mode } => {
+                self.status.mode = *mode;
+                self.push_cell(CellKind::Notice(crate::modes::announce(*mode).into()));
+            }
             AgentEvent::HistoryReset {
                 messages, reason, ..
             } => {

@@ -22,6 +22,8 @@ pub struct Status {
     pub mcp: Option<(usize, usize)>,
     /// `context_tokens` is the agent's own estimate: the server reports no usage.
     pub context_estimated: bool,
+    /// The working mode; shown (first, never left out) unless it is the default.
+    pub mode: agent_core::Mode,
 }
 
 impl Status {
@@ -56,7 +58,13 @@ impl Status {
     }
 
     fn parts(&self) -> Vec<(Part, String)> {
-        let mut out = vec![(Part::Model, self.model.clone())];
+        let mut out = Vec::new();
+        match self.mode {
+            agent_core::Mode::Default => {}
+            agent_core::Mode::AutoEdit => out.push((Part::Mode, "auto-edit".to_string())),
+            agent_core::Mode::Plan => out.push((Part::Mode, "⏸ plan mode".to_string())),
+        }
+        out.push((Part::Model, self.model.clone()));
         if let Some(level) = self.thinking {
             out.push((Part::Thinking, format!("thinking {level}")));
         }
@@ -212,6 +220,7 @@ impl LineCache {
 /// The segments of the status line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
+    Mode,
     Model,
     Thinking,
     Sandbox,

@@ -168,6 +168,8 @@ pub struct ScriptedProvider {
     pub contexts: Mutex<Vec<Context>>,
     /// Model id of each call.
     pub models: Mutex<Vec<String>>,
+    /// The options of each call.
+    pub options: Mutex<Vec<StreamOptions>>,
     slot: AgentSlot,
     /// Streams whose task is still running.
     live: Arc<tokio::sync::watch::Sender<usize>>,
@@ -199,10 +201,11 @@ impl Provider for ScriptedProvider {
         &self,
         model: &Model,
         context: Context,
-        _options: StreamOptions,
+        options: StreamOptions,
         cancel: CancellationToken,
     ) -> EventStream {
         self.contexts.lock().unwrap().push(context);
+        self.options.lock().unwrap().push(options);
         self.models.lock().unwrap().push(model.id.clone());
         let steps = self
             .replies
@@ -394,6 +397,7 @@ impl HarnessBuilder {
             replies: Mutex::new(self.replies.into()),
             contexts: Mutex::new(Vec::new()),
             models: Mutex::new(Vec::new()),
+            options: Mutex::new(Vec::new()),
             slot: slot.clone(),
             live: Arc::new(tokio::sync::watch::channel(0).0),
         });
@@ -614,6 +618,7 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::CompactionEnd { .. }
             | AgentEvent::ModelChange { .. }
             | AgentEvent::ThinkingChange { .. }
+            | AgentEvent::ModeChange { .. }
             | AgentEvent::HistoryReset { .. }
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }
