@@ -82,6 +82,15 @@ pub struct Cli {
     /// (the default: only to leave the sandbox or the workspace) or never.
     #[arg(short = 'a', long = "ask-for-approval", value_name = "MODE")]
     pub approval: Option<crate::guard::ApprovalMode>,
+    /// The working mode to start in: default, auto-edit (edits in the workspace run without
+    /// asking) or plan (read-only: investigate, then propose a plan); Shift+Tab cycles them.
+    /// Config: `start_mode`.
+    #[arg(long, value_name = "MODE")]
+    pub start_mode: Option<agent_core::Mode>,
+    /// Stop each run once this long has passed (`90s`, `10m`, `1h 30m`), as an abort does:
+    /// commands killed, every call answered, the session saved; exit code 124 in -p and JSON.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub deadline: Option<std::time::Duration>,
     /// Load this repository's own config, SYSTEM.md and AGENTS.md for this run even though
     /// it is not trusted (headless modes never ask).
     #[arg(long)]
@@ -125,4 +134,5 @@ Local servers: with no model configured and no key set, Ollama (:11434), llama.c
 LM Studio (:1234) and vLLM (:8000) on 127.0.0.1, and OLLAMA_HOST, are looked for; the
 interactive mode opens a setup screen when nothing is found.
 Exit codes: 0 success, 1 the run failed or was aborted, 2 usage or configuration error
-(also: the session to continue is open in another process; --fork continues in a copy).";
+(also: the session to continue is open in another process; --fork continues in a copy),
+124 the run's --deadline passed.";

@@ -38,6 +38,11 @@ pub struct Config {
     /// Turn on the provider's own web search where its API has one (OpenAI responses,
     /// Anthropic messages); `--search` does for one run. Off by default.
     pub web_search: Option<bool>,
+    /// The working mode to start in: `default`, `auto-edit` or `plan` (`--start-mode`).
+    pub start_mode: Option<agent_core::Mode>,
+    /// `[subagents]`: the `task` tool's child agents.
+    #[serde(default)]
+    pub subagents: SubagentsConfig,
     /// `[[hooks]]`: commands run at lifecycle points (the home config's).
     #[serde(default)]
     pub hooks: Vec<extensions::HookConfig>,
@@ -145,6 +150,14 @@ impl SandboxConfig {
     }
 }
 
+/// `[subagents]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// How many children run at once (default 4); more `task` calls wait their turn.
+    pub max_concurrent: Option<usize>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
@@ -248,6 +261,15 @@ impl Config {
                     project.display()
                 ));
             }
+            // Nor start where edits go unasked.
+            if overrides.start_mode == Some(agent_core::Mode::AutoEdit) {
+                overrides.start_mode = None;
+                config.notices.push(format!(
+                    "{}: `start_mode = \"auto-edit\"` is ignored: a repository cannot widen what \
+                     the agent may do; set it in the home config.toml or with --start-mode",
+                    project.display()
+                ));
+            }
             // Nor take away the user's undo.
             if overrides.checkpoints.enabled.take().is_some() {
                 config.notices.push(format!(
@@ -311,6 +333,11 @@ impl Config {
         self.screen = other.screen.or(self.screen);
         self.theme = other.theme.or(self.theme);
         self.web_search = other.web_search.or(self.web_search);
+        self.start_mode = other.start_mode.or(self.start_mode);
+        self.subagents.max_concurrent = other
+            .subagents
+            .max_concurrent
+            .or(self.subagents.max_concurrent);
         // A trusted repository may add servers (and replace one of the same name).
         self.mcp_servers.extend(other.mcp_servers);
         self.mcp.tool_budget_percent = other

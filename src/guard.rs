@@ -77,7 +77,17 @@ pub struct Guard {
     pub project: PathBuf,
     /// Where relative paths of write and edit calls start.
     pub cwd: PathBuf,
+    /// The agent's working mode: plan mode changes nothing, auto-edit asks nothing of edits
+    /// in the workspace.
+    pub working: agent_core::ModeSwitch,
+    /// Whether this machine can confine commands read-only (plan mode).
+    pub plan_confined: bool,
+    /// The MCP servers' tools, to tell the read-only ones (set once they exist).
+    pub extra_tools: std::sync::OnceLock<agent_core::ExtraTools>,
 }
+
+const PLAN: &str = "plan mode changes nothing: investigate with reads and read-only commands, \
+                    then present the plan with submit_plan";
 
 impl Guard {
     /// Asks (or refuses when nobody can answer); `Ok` to go on.
@@ -193,6 +203,15 @@ impl Guard {
         if sandbox.policy().write_allowed(&path) {
             return Ok(());
         }
+        // Auto-edit: a write in the workspace goes unasked, also under a read-only sandbox;
+        // the protected paths (.git, the agent's config) are still asked about.
+        let policy = sandbox.policy();
+        if self.working.get() == agent_core::Mode::AutoEdit
+            && path.starts_with(&policy.workspace)
+            && !policy.protected_paths().iter().any(|p| path.starts_with(p))
+        {
+            return Ok(());
+        }
         // The path as the model named it (`../notes.txt`), and which rule it breaks.
         let named = call.arguments[tools::PATH_ARGUMENT]
             .as_str()
@@ -232,15 +251,73 @@ impl Hooks for Guard {
         approvals: &Approvals<'_>,
     ) -> Result<(), String> {
         // What the tool declares it does decides what is checked (tools::REGISTRY).
+        let planning = self.working.get() == agent_core::Mode::Plan;
         match tools::effect(&call.name) {
+            Some(tools::Effect::RunsCommands) if planning => {
+                self.check_plan_bash(&call.arguments, approvals).await
+            }
             Some(tools::Effect::RunsCommands) => self.check_bash(&call.arguments, approvals).await,
+            // Not offered in plan mode; a call made anyway is refused.
+            Some(tools::Effect::Writes) if planning => Err(format!("not run: {PLAN}")),
             Some(tools::Effect::Writes) => self.check_write(call, approvals).await,
+            Some(tools::Effect::Informs) => Ok(()),
             Some(tools::Effect::Reads { descends }) => {
                 self.check_read(call, descends, approvals).await
             }
             Some(tools::Effect::Fetches) => self.check_fetch(&call.arguments, approvals).await,
+            None if planning && !self.read_only_tool(&call.name) => {
+                self.check_plan_other(call, approvals).await
+            }
             None => self.check_other(call, approvals).await,
         }
+    }
+}
+
+impl Guard {
+    /// A command in plan mode: it runs in the read-only sandbox (`Safety::restriction`), never
+    /// outside it; where nothing can confine it, only a command known to be read-only runs.
+    async fn check_plan_bash(&self, args: &Value, approvals: &Approvals<'_>) -> Result<(), String> {
+        if args["escalate"].as_bool() == Some(true) {
+            return Err(format!("not run: in {PLAN}; nothing runs outside the sandbox"));
+        }
+        if !self.plan_confined {
+            let command = args["command"].as_str().unwrap_or_default();
+            let known = bash_syntax() && sandbox::is_known_read_only(command);
+            if !known {
+                return Err(format!(
+                    "not run: nothing on this machine can confine commands read-only (see \
+                     coding-agent doctor), so {PLAN}, and only commands known to be read-only \
+                     run"
+                ));
+            }
+        }
+        self.check_bash(args, approvals).await
+    }
+
+    /// An MCP tool its server does not mark read-only, in plan mode: the user decides (its
+    /// server was started before the mode, in the configured sandbox).
+    async fn check_plan_other(
+        &self,
+        call: &ToolCall,
+        approvals: &Approvals<'_>,
+    ) -> Result<(), String> {
+        let question = Question {
+            subject: format!("{} {}", call.name, call.arguments),
+            reason: "plan mode, and this tool's server does not mark it read-only: it may \
+                     change something"
+                .into(),
+            ..Question::default()
+        };
+        self.ask(approvals, question).await
+    }
+
+    /// Whether an extra tool (an MCP server's) says it only reads (`readOnlyHint`).
+    fn read_only_tool(&self, name: &str) -> bool {
+        self.extra_tools.get().is_some_and(|extra| {
+            extra.current().iter().any(|t| {
+                t.name() == name && t.concurrency() == agent_core::Concurrency::Shared
+            })
+        })
     }
 }
 
@@ -369,6 +446,9 @@ mod tests {
             rules: sandbox::ApprovalStore::new(home),
             project: home.to_path_buf(),
             cwd: home.to_path_buf(),
+            working: agent_core::ModeSwitch::default(),
+            plan_confined: true,
+            extra_tools: std::sync::OnceLock::new(),
         }
     }
 
@@ -443,7 +523,7 @@ mod tests {
                     );
                     assert_eq!(decide(call(entry.name, "src")).await, Ok(()));
                 }
-                tools::Effect::RunsCommands => {}
+                tools::Effect::RunsCommands | tools::Effect::Informs => {}
                 tools::Effect::Fetches => {
                     // A host nobody allowed: asked, so refused where nobody can answer.
                     let fetch = ToolCall {

@@ -18,6 +18,10 @@ pub struct Safety {
     /// What confines commands, for the status line and `/status`.
     pub summary: Summary,
     pub approval: ApprovalMode,
+    /// The read-only sandbox every command and hook runs in while the agent is in plan mode.
+    pub restriction: sandbox::Restriction,
+    /// What confines commands in plan mode.
+    pub plan_summary: Summary,
 }
 
 /// The policy the flags and the home config ask for, in `workspace`, hiding the agent's own
@@ -36,12 +40,28 @@ pub fn policy(cli: &Cli, config: &Config, home: &Home, workspace: &Path) -> Poli
     .hiding(Some(home.root()), &config.sandbox.deny_read)
 }
 
-pub fn build(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> Safety {
+pub fn build(
+    cli: &Cli,
+    config: &Config,
+    home: &Home,
+    cwd: &Path,
+    working: &agent_core::ModeSwitch,
+) -> Safety {
     let workspace = session::repository_root(cwd);
     let policy = policy(cli, config, home, &workspace);
     let mode = policy.mode;
     let capabilities = sandbox::probe();
     let summary = capabilities.summary(&policy);
+    // Plan mode's promise is the kernel's: read-only whatever the configured mode, with the
+    // same hidden paths and the network as configured for read-only (off by default).
+    let read_only = Policy::new(SandboxMode::ReadOnly, &workspace, &[], config.sandbox.network)
+        .hiding(Some(home.root()), &config.sandbox.deny_read);
+    let plan_summary = capabilities.summary(&read_only);
+    let planning = working.clone();
+    let restriction = sandbox::Restriction::new(
+        Arc::new(sandbox::Sandbox::new(read_only, capabilities.clone())),
+        move || planning.get() == agent_core::Mode::Plan,
+    );
     let sandbox = (mode != SandboxMode::DangerFullAccess)
         .then(|| Arc::new(sandbox::Sandbox::new(policy, capabilities)));
     let approval = cli.approval.or(config.approval).unwrap_or_default();
@@ -55,11 +75,16 @@ pub fn build(cli: &Cli, config: &Config, home: &Home, cwd: &Path) -> Safety {
         rules: sandbox::ApprovalStore::new(home.root()),
         project: workspace,
         cwd: cwd.to_path_buf(),
+        working: working.clone(),
+        plan_confined: plan_summary.level != Level::None,
+        extra_tools: std::sync::OnceLock::new(),
     };
     Safety {
         sandbox,
         guard: Arc::new(guard),
         summary,
         approval,
+        restriction,
+        plan_summary,
     }
 }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{Agent, AgentConfig, AgentMessage};
+use agent_core::{
+    Agent, AgentConfig, AgentMessage, Mode, ModeSwitch, PlanMode, RequireWhen, ToolRequirement,
+};
 use llm::{Api, Model, ModelCost, Registry, RetryPolicy, Router, StreamOptions, ThinkingLevel};
 use session::{
     CompactionSettings, Home, LoadedSession, PromptInputs, Recorder, RecorderSetup, ResumeError,
@@ -57,6 +59,8 @@ pub struct Setup {
     pub router: Router,
     /// Tokens every request carries besides the messages (system prompt, tool definitions).
     pub fixed_tokens: u64,
+    /// The working mode the agent starts in.
+    pub mode: Mode,
 }
 
 impl Setup {
@@ -162,7 +166,16 @@ pub async fn build(
         .or(config.thinking)
         .unwrap_or(ThinkingLevel::Off);
 
-    let safety = crate::safety::build(cli, config, &home, &cwd);
+    // The mode the session was left in, then the one asked for (announced once the session
+    // records, so a change is saved and shown).
+    let session_mode = resumed.as_ref().map_or(Mode::Default, |s| s.mode);
+    let start_mode = cli
+        .start_mode
+        .or(resumed.as_ref().map(|s| s.mode))
+        .or(config.start_mode)
+        .unwrap_or_default();
+    let working = ModeSwitch::new(session_mode);
+    let safety = crate::safety::build(cli, config, &home, &cwd, &working);
     let mut tool_options = tool_options(config, &registry);
     // A host the user allowed at a private address (asked as such) may be one for fetch.
     let guard = safety.guard.clone();
@@ -173,6 +186,7 @@ pub async fn build(
             .is_ok_and(|rules| rules.allows_private_host(host))
     });
     tool_options.bash.sandbox = safety.sandbox.clone();
+    tool_options.bash.restriction = Some(safety.restriction.clone());
     let chat_only = preset.as_ref().is_some_and(|p| p.chat_only);
     let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
         names
@@ -243,6 +257,7 @@ pub async fn build(
             extensions::Runner {
                 cwd: cwd.clone(),
                 sandbox: safety.sandbox.clone(),
+                restriction: Some(safety.restriction.clone()),
                 hidden_env: tool_options.bash.hidden_env.clone(),
             },
         ))
@@ -258,6 +273,15 @@ pub async fn build(
     if let Some(manager) = &mcp {
         agent_config.extra_tools = manager.extra_tools();
     }
+    let _ = safety.guard.extra_tools.set(agent_config.extra_tools.clone());
+    agent_config.mode = working;
+    // Plan mode ends with a plan: only when the model has the tool to present one.
+    agent_config.plan = agent_config
+        .tools
+        .iter()
+        .any(|t| t.name() == tools::SUBMIT_PLAN)
+        .then(plan_mode);
+    agent_config.deadline = cli.deadline;
     if let Some(mode) = config.queue.steering {
         agent_config.steering_mode = mode;
     }
@@ -373,6 +397,8 @@ pub async fn build(
             thinking,
         },
     );
+    // After the recorder subscribed: a mode other than the session's is saved.
+    agent.set_mode(start_mode);
     let sessions = Arc::new(Sessions::new(
         agent.clone(),
         recorder,
@@ -413,6 +439,7 @@ pub async fn build(
         mcp,
         router,
         fixed_tokens,
+        mode: start_mode,
     })
 }
 
@@ -505,6 +532,28 @@ pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions 
             ..tools::BashOptions::default()
         },
         fetch: tools::FetchOptions::default(),
+    }
+}
+
+/// What plan mode adds to the system prompt, and how the model is reminded to end with a plan.
+fn plan_mode() -> PlanMode {
+    PlanMode {
+        instructions: "# Plan mode\n\nYou are in plan mode: investigate and propose; change \
+                       nothing. The tools that write files are not offered, and commands run in \
+                       a read-only sandbox (without the network), so run only commands that \
+                       read. Read the code and what the user points at, then present a \
+                       concrete plan with `submit_plan`: the goal, the files to change and how, \
+                       the risks, and how to check the result. The user then decides: implement \
+                       it, change it, or drop it. If you need an answer from the user first, \
+                       put the question in the plan."
+            .into(),
+        submit: ToolRequirement {
+            tool: tools::SUBMIT_PLAN.into(),
+            reminder: "You are in plan mode and have not presented a plan yet. Present it \
+                       now with `submit_plan` (a question for the user can go in the plan)."
+                .into(),
+            when: RequireWhen::BeforeStop,
+        },
     }
 }
 

@@ -72,6 +72,8 @@ pub async fn run(
     let mut stop = stop_signals();
     let mut last = None;
     let mut interrupted = false;
+    let mut plan = None;
+    let mut stopped_by = None;
     loop {
         let event = tokio::select! {
             event = events.recv() => match event {
@@ -157,8 +159,17 @@ pub async fn run(
             AgentEvent::MessageEnd {
                 message: AgentMessage::Notice(notice),
             } if output == Output::Answer => eprintln!("coding-agent: {}", notice.text),
+            // In plan mode the answer is the plan the run ended with.
+            AgentEvent::ToolExecutionEnd { result, .. }
+                if result.tool_name == tools::SUBMIT_PLAN && !result.is_error =>
+            {
+                plan = tools::submitted_plan(result.details.as_ref());
+            }
             // Nothing else queues messages in these modes: the first run's end is the end.
-            AgentEvent::AgentEnd { .. } => break,
+            AgentEvent::AgentEnd { summary, .. } => {
+                stopped_by = summary.stopped_by;
+                break;
+            }
             _ => {}
         }
     }
@@ -169,9 +180,19 @@ pub async fn run(
         return ExitCode::FAILURE;
     };
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
-    // A run that failed before any text prints nothing, not an empty line.
-    if output == Output::Answer && !(failed && message.text().is_empty()) {
+    if let Some(plan) = plan.filter(|_| output == Output::Answer) {
+        let _ = writeln!(stdout, "{plan}");
+    } else if output == Output::Answer && !(failed && message.text().is_empty()) {
+        // A run that failed before any text prints nothing, not an empty line.
         let _ = writeln!(stdout, "{}", message.text());
+    }
+    if let Some(stop) = stopped_by {
+        eprintln!("coding-agent: stopped: {}", stop.explain());
+        return ExitCode::from(match stop {
+            // As timeout(1) says it.
+            agent_core::RunStop::Deadline => 124,
+            agent_core::RunStop::RequirementUnmet => 1,
+        });
     }
     if interrupted {
         eprintln!("coding-agent: aborted");

@@ -43,6 +43,7 @@ pub async fn run(
             .map(|c| (c.name, c.help))
             .collect(),
         hook_runs: setup.hook_runs.clone(),
+        mode: setup.mode,
     };
     // `/model` lists what the running local servers offer: asked in the background, so a
     // start with a key set is not delayed by it.
@@ -380,6 +381,16 @@ fn safety_status(setup: &Setup) -> String {
     }
     for missing in &safety.summary.missing {
         text.push_str(&format!("\nNot enforced: {missing}"));
+    }
+    // Plan mode is only as read-only as this machine can make commands.
+    let plan = &safety.plan_summary;
+    if plan.level == sandbox::Level::None {
+        text.push_str(
+            "\nPlan mode: nothing here confines commands read-only, so only commands known to \
+             be read-only run in it.",
+        );
+    } else {
+        text.push_str(&format!("\nPlan mode: commands run read-only ({}).", plan.label));
     }
     text.push_str(&format!("\nRepository: {}", setup.trust));
     text.push_str("\ncoding-agent doctor explains what this machine offers.");

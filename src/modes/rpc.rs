@@ -105,11 +105,18 @@ async fn handle(setup: &Setup, line: &str) -> Response {
 
 /// As in -p: a prompt sent while MCP servers still start waits for them (once they are ready
 /// or failed, this goes on at once).
-async fn prompt_when_ready(setup: &Setup, message: AgentMessage) -> Result<(), AgentError> {
+async fn prompt_when_ready(
+    setup: &Setup,
+    message: AgentMessage,
+    deadline: Option<std::time::Duration>,
+) -> Result<(), AgentError> {
     if let Some(mcp) = &setup.mcp {
         mcp.wait_ready().await;
     }
-    setup.agent.prompt(message).await
+    match deadline {
+        Some(deadline) => setup.agent.prompt_within(message, deadline).await,
+        None => setup.agent.prompt(message).await,
+    }
 }
 
 /// The user message of a command: its text expanded (a template or skill), then its images
@@ -155,9 +162,10 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
             message,
             images,
             streaming_behavior,
+            deadline,
         } => {
             let message = user_message(setup, &message, images).await?;
-            match prompt_when_ready(setup, message.clone()).await {
+            match prompt_when_ready(setup, message.clone(), deadline).await {
                 Ok(()) => Ok(None),
                 Err(AgentError::Busy) => match streaming_behavior {
                     Some(StreamingBehavior::Steer) => {
@@ -200,6 +208,7 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
             Ok(Some(Data::State(Box::new(State {
                 model: format!("{}/{}", s.model.provider, s.model.id),
                 thinking: s.thinking,
+                mode: s.mode,
                 busy: s.running,
                 messages: s.messages.len(),
                 queue,
@@ -218,6 +227,10 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         },
         Command::SetThinking { level } => {
             agent.set_thinking(level);
+            Ok(None)
+        }
+        Command::SetMode { mode } => {
+            agent.set_mode(mode);
             Ok(None)
         }
         Command::GetMessages => {

@@ -38,6 +38,10 @@ pub enum Command {
         images: Vec<RpcImage>,
         #[serde(default)]
         streaming_behavior: Option<StreamingBehavior>,
+        /// Stops this run once this long has passed (`"90s"`, `"10m"`), as an abort does;
+        /// replaces `--deadline` for it.
+        #[serde(default, with = "deadline")]
+        deadline: Option<std::time::Duration>,
     },
     Steer {
         message: String,
@@ -57,6 +61,10 @@ pub enum Command {
     },
     SetThinking {
         level: ThinkingLevel,
+    },
+    /// The working mode: `default`, `auto-edit` or `plan`.
+    SetMode {
+        mode: agent_core::Mode,
     },
     GetMessages,
     Compact {
@@ -107,6 +115,22 @@ pub enum Command {
     Fork,
 }
 
+/// A duration as people write it (`"90s"`, `"1h 30m"`).
+mod deadline {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        humantime::parse_duration(&text)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("deadline `{text}`: {e}")))
+    }
+}
+
 fn ask() -> OnConflict {
     OnConflict::Ask
 }
@@ -151,6 +175,7 @@ impl Command {
             Self::GetState => "get_state",
             Self::SetModel { .. } => "set_model",
             Self::SetThinking { .. } => "set_thinking",
+            Self::SetMode { .. } => "set_mode",
             Self::GetMessages => "get_messages",
             Self::Compact { .. } => "compact",
             Self::NewSession => "new_session",
@@ -296,6 +321,7 @@ pub struct State {
     /// `provider/id`.
     pub model: String,
     pub thinking: ThinkingLevel,
+    pub mode: agent_core::Mode,
     pub busy: bool,
     /// How many messages the history holds.
     pub messages: usize,

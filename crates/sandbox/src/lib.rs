@@ -39,6 +39,7 @@ mod macos;
 pub mod planted;
 pub mod policy;
 pub mod probe;
+mod restriction;
 pub mod rules;
 pub mod seatbelt;
 pub mod servers;
@@ -53,6 +54,7 @@ pub use linux::child::Trial;
 pub use linux::probe::Facts;
 pub use planted::Planted;
 pub use policy::{AGENT_HOME_READABLE, Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
+pub use restriction::Restriction;
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
 pub use rules::{
     ApprovalStore, AskReason, Decision, ProjectRules, WEB_RULE, suggest_prefix, web_rule,

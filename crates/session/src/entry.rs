@@ -78,6 +78,8 @@ pub enum EntryBody {
         server: Option<String>,
     },
     ThinkingChange(ThinkingLevel),
+    /// The working mode (default, auto-edit, plan) from here on.
+    ModeChange(agent_core::Mode),
     /// The messages before `first_kept_id` were replaced by `summary`.
     Compaction {
         summary: CompactionSummary,
@@ -154,6 +156,12 @@ enum Wire {
         target: String,
         name: String,
     },
+    ModeChange {
+        id: String,
+        parent_id: Option<String>,
+        timestamp: String,
+        mode: agent_core::Mode,
+    },
 }
 
 /// [`Wire`] borrowed, so writing an entry copies nothing.
@@ -211,6 +219,12 @@ enum WireRef<'a> {
         timestamp: &'a str,
         target: &'a str,
         name: &'a str,
+    },
+    ModeChange {
+        id: &'a str,
+        parent_id: Option<&'a str>,
+        timestamp: &'a str,
+        mode: agent_core::Mode,
     },
 }
 
@@ -304,6 +318,12 @@ impl Entry {
                 timestamp,
                 target,
                 name,
+            },
+            EntryBody::ModeChange(mode) => WireRef::ModeChange {
+                id,
+                parent_id,
+                timestamp,
+                mode: *mode,
             },
         };
         // Plain data with string keys: serialising cannot fail.
@@ -420,6 +440,17 @@ impl Entry {
                 parent_id,
                 timestamp,
                 body: EntryBody::Label { target, name },
+            },
+            Wire::ModeChange {
+                id,
+                parent_id,
+                timestamp,
+                mode,
+            } => Self {
+                id,
+                parent_id,
+                timestamp,
+                body: EntryBody::ModeChange(mode),
             },
         })
     }

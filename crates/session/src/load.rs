@@ -156,6 +156,7 @@ fn empty(path: &Path) -> LoadedSession {
         model: String::new(),
         server: None,
         thinking: ThinkingLevel::Off,
+        mode: agent_core::Mode::Default,
         entries: 0,
         repaired: 0,
         warnings: Vec::new(),
@@ -309,6 +310,7 @@ impl LoadedSession {
                 self.model = model;
             }
             EntryBody::ThinkingChange(level) => self.thinking = level,
+            EntryBody::ModeChange(mode) => self.mode = mode,
             EntryBody::Compaction {
                 summary,
                 first_kept_id,

@@ -29,6 +29,8 @@ pub struct LoadedSession {
     /// The local server the model ran on (its base URL); `None` for a hosted model.
     pub server: Option<String>,
     pub thinking: ThinkingLevel,
+    /// The working mode in effect at the leaf.
+    pub mode: agent_core::Mode,
     /// Entries read (the header not counted), on every branch.
     pub entries: usize,
     /// Tool calls a crash left without a result, now closed with an

@@ -371,6 +371,9 @@ impl SessionWriter {
         match event {
             AgentEvent::ModelChange { model } => self.record_model(model)?,
             AgentEvent::ThinkingChange { level } => self.record_thinking(*level)?,
+            AgentEvent::ModeChange { mode } => {
+                self.append(EntryBody::ModeChange(*mode))?;
+            }
             AgentEvent::MessageEnd { message } => {
                 self.append_message(EntryBody::Message(message.clone()))?
             }

@@ -48,6 +48,9 @@ pub struct BashOptions {
     /// ask anyone: the host's before-hook must ask the user to approve such a call (showing
     /// its `justification`) and block it when refused, or escalation is free for the model.
     pub sandbox: Option<Arc<sandbox::Sandbox>>,
+    /// While it holds (plan mode), commands run in its read-only sandbox instead, and an
+    /// escalated call is confined all the same.
+    pub restriction: Option<sandbox::Restriction>,
 }
 
 impl Default for BashOptions {
@@ -57,6 +60,7 @@ impl Default for BashOptions {
             spill_dir: SpillDir::default(),
             spill_cap: DEFAULT_SPILL_CAP,
             sandbox: None,
+            restriction: None,
         }
     }
 }
@@ -164,11 +168,12 @@ impl Tool for BashTool {
         let command = required_str(&args, "command")?;
         let timeout = usize_arg(&args, "timeout").map(|s| Duration::from_secs(s as u64));
         // The host's before-hook approved the escalation (or blocked the call).
-        let escalated = bool_arg(&args, "escalate");
-        let sandbox = if escalated {
-            None
-        } else {
-            self.options.sandbox.as_deref()
+        let restricted = self.options.restriction.as_ref().and_then(|r| r.active());
+        let escalated = bool_arg(&args, "escalate") && restricted.is_none();
+        let sandbox = match restricted {
+            Some(read_only) => Some(read_only.as_ref()),
+            None if escalated => None,
+            None => self.options.sandbox.as_deref(),
         };
         // What an approved unconfined command creates in protected paths is the user's
         // doing; what was planted before it stays refused at the next confined command.

@@ -70,6 +70,11 @@ impl Tool for EditTool {
         Concurrency::Exclusive
     }
 
+    /// Plan mode offers nothing that changes files (`Effect::Writes`).
+    fn offered_in(&self, mode: agent_core::Mode) -> bool {
+        mode != agent_core::Mode::Plan
+    }
+
     async fn execute(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let path = resolve(&self.cwd, required_str(&args, "path")?);
         let shown = display(&self.cwd, &path);

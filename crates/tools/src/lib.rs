@@ -16,6 +16,7 @@ mod grep;
 mod line_endings;
 mod ls;
 mod paths;
+mod plan;
 mod read;
 mod registry;
 mod spill;
@@ -37,6 +38,10 @@ pub use grep::GrepTool;
 pub use ls::LsTool;
 #[cfg(unix)]
 pub use platform::process::group_alive;
+pub use plan::{
+    Checklist, PlanStep, SUBMIT_PLAN, StepStatus, SubmitPlanTool, UPDATE_PLAN, UpdatePlanTool,
+    submitted_plan,
+};
 pub use read::ReadTool;
 pub use registry::{
     Effect, PATH_ARGUMENT, REGISTRY, ToolEntry, UnknownTool, build, call_path, changes_files,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use agent_core::Tool;
 
 use crate::fetch::FetchTool;
+use crate::plan::{SubmitPlanTool, UpdatePlanTool};
 use crate::paths::{FileLocks, resolve};
 use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
 
@@ -34,6 +35,8 @@ pub enum Effect {
     /// Reads the web page its `url` argument names (approved per host; private addresses
     /// refused unless their host is allowed by name). Changes no file.
     Fetches,
+    /// Only tells the user something (a plan, its progress): reads and changes nothing.
+    Informs,
 }
 
 impl Effect {
@@ -57,7 +60,7 @@ pub struct ToolEntry {
 }
 
 /// Every built-in tool, in the order the model sees them.
-pub static REGISTRY: [ToolEntry; 8] = [
+pub static REGISTRY: [ToolEntry; 10] = [
     ToolEntry {
         name: "read",
         guidance: "read a file (text or image), with an optional line offset and limit for \
@@ -120,6 +123,20 @@ pub static REGISTRY: [ToolEntry; 8] = [
         effect: Effect::Fetches,
         make: |w| Arc::new(FetchTool::new(w.options.fetch.clone())),
     },
+    ToolEntry {
+        name: "update_plan",
+        guidance: "for a task of several steps: keep the user's checklist (the whole list, \
+                   one step in progress) as you start and finish each step.",
+        effect: Effect::Informs,
+        make: |_| Arc::new(UpdatePlanTool),
+    },
+    ToolEntry {
+        name: "submit_plan",
+        guidance: "plan mode only: present your finished plan for the user to accept; \
+                   nothing else ends a planning turn.",
+        effect: Effect::Informs,
+        make: |_| Arc::new(SubmitPlanTool),
+    },
 ];
 
 /// What a call of the built-in tool `name` does; `None` for a tool this table does not know
@@ -142,7 +159,7 @@ pub fn call_path(name: &str, arguments: &serde_json::Value, cwd: &Path) -> Optio
     match effect(name)? {
         Effect::Reads { .. } => Some(resolve(cwd, given.unwrap_or("."))),
         Effect::Writes => given.map(|path| resolve(cwd, path)),
-        Effect::RunsCommands | Effect::Fetches => None,
+        Effect::RunsCommands | Effect::Fetches | Effect::Informs => None,
     }
 }
 
@@ -227,7 +244,8 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls, fetch"
+            "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls, fetch, \
+             update_plan, submit_plan"
         );
     }
 

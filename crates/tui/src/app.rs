@@ -31,6 +31,8 @@ pub enum ChoiceKind {
     TreeScope,
     /// What to do with files changed since the checkpoint.
     Conflict,
+    /// What to do with the plan the model submitted.
+    Plan,
 }
 
 /// How long the steering an Esc interrupted waits before it is sent: a second Esc within it
@@ -94,6 +96,8 @@ pub enum Action {
     Skills,
     /// Stop and start the MCP server of this name (`/mcp restart NAME`).
     McpRestart(String),
+    /// Switch the working mode (Shift+Tab).
+    SetMode(agent_core::Mode),
     Quit,
 }
 
@@ -138,6 +142,13 @@ pub struct App {
     /// The steering messages an Esc took back: sent as the next run when the window ends,
     /// returned to the editor by a second Esc within it.
     pub resend: Option<(Instant, Vec<String>)>,
+    /// The checklist `update_plan` last set: pinned above the editor until every step is done.
+    pub checklist: Option<tools::Checklist>,
+    /// The plan the model submitted in this run: the user picks what to do with it when the
+    /// run ends.
+    pub submitted_plan: Option<String>,
+    /// The plan waiting for the user's pick (the choice list is open).
+    pub plan_to_decide: Option<String>,
     /// A `!cmd` is running (Esc stops it when the agent is idle).
     pub shell_running: bool,
     /// A compaction is summarising the history.
@@ -182,6 +193,9 @@ impl App {
             holding_queue: None,
             wants_estimate: false,
             resend: None,
+            checklist: None,
+            submitted_plan: None,
+            plan_to_decide: None,
             shell_running: false,
             compacting: false,
             retry: None,
@@ -214,6 +228,15 @@ impl App {
         let start = tail_start(messages);
         self.note_earlier(start);
         self.load_all(&messages[start..]);
+        // The checklist of a resumed session, also from before the messages shown; a plan
+        // submitted back then is not asked about again.
+        self.checklist = messages.iter().rev().find_map(|m| match m {
+            AgentMessage::ToolResult(r) if r.tool_name == tools::UPDATE_PLAN && !r.is_error => {
+                tools::Checklist::from_details(r.details.as_ref())
+            }
+            _ => None,
+        });
+        self.submitted_plan = None;
         // Up brings back what was asked before, from the whole conversation.
         self.editor.seed_history(|| last_prompts(messages));
     }
@@ -250,6 +273,14 @@ impl App {
                 // Aborted between model calls (a tool was running): say so here.
                 if std::mem::take(&mut self.abort_requested) && !self.interrupted_shown {
                     self.push_cell(CellKind::Error(INTERRUPTED.into()));
+                }
+                if let Some(stop) = summary.stopped_by {
+                    self.push_cell(CellKind::Error(format!("Stopped: {}.", stop.explain())));
+                }
+                // The run ended with a plan: the user picks what happens to it.
+                if let Some(plan) = self.submitted_plan.take() {
+                    self.plan_to_decide = Some(plan);
+                    return vec![Action::Choose(ChoiceKind::Plan)];
                 }
             }
             AgentEvent::MessageStart {
@@ -673,6 +704,9 @@ impl App {
     }
 
     fn tool_result(&mut self, id: &str, result: &ToolResultMessage) {
+        if !result.is_error {
+            self.plan_result(result);
+        }
         if !self.tools.contains_key(id) {
             // A call that never ran (aborted, cut off): show it with its synthetic result.
             let (name, args) = self
@@ -695,6 +729,33 @@ impl App {
                 .map(std::time::Duration::from_millis);
             cell.result = Some(result.clone());
         }
+    }
+
+    /// What a plan tool's result changes: the pinned checklist (printed once into the
+    /// transcript when it is done or replaced by another), or the plan to decide on.
+    fn plan_result(&mut self, result: &ToolResultMessage) {
+        if result.tool_name == tools::SUBMIT_PLAN {
+            self.submitted_plan = tools::submitted_plan(result.details.as_ref());
+            return;
+        }
+        if result.tool_name != tools::UPDATE_PLAN {
+            return;
+        }
+        let Some(list) = tools::Checklist::from_details(result.details.as_ref()) else {
+            return;
+        };
+        let steps = |l: &tools::Checklist| l.plan.iter().map(|s| s.step.clone()).collect::<Vec<_>>();
+        if let Some(old) = self.checklist.take()
+            && !old.is_complete()
+            && steps(&old) != steps(&list)
+        {
+            let text = crate::modes::checklist_text(&old, false);
+            self.push_cell(CellKind::Notice(text));
+        }
+        if list.is_complete() {
+            self.push_cell(CellKind::Notice(crate::modes::checklist_text(&list, true)));
+        }
+        self.checklist = Some(list);
     }
 
     /// The text of the last assistant answer (for /copy).

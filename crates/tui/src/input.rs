@@ -172,6 +172,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
             }
             Vec::new()
         }
+        // Shift+Tab (most terminals send BackTab) cycles the working mode.
+        KeyCode::BackTab => vec![Action::SetMode(app.status.mode.next())],
+        KeyCode::Tab if shift => vec![Action::SetMode(app.status.mode.next())],
         KeyCode::Enter if shift => {
             app.editor.insert_newline();
             Vec::new()

@@ -16,6 +16,7 @@ mod host;
 mod inline;
 pub mod input;
 mod markdown;
+mod modes;
 mod mcp_view;
 pub mod popup;
 mod printed;

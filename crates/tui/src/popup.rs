@@ -310,6 +310,7 @@ fn choice_title(kind: ChoiceKind) -> &'static str {
         ChoiceKind::Conflict => {
             " Files changed since the agent's checkpoint: restore them anyway? "
         }
+        ChoiceKind::Plan => " The plan is ready: what now? · Enter picks · Esc keeps planning ",
     }
 }
 

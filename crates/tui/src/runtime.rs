@@ -68,6 +68,8 @@ pub struct Options {
     pub extra_commands: Vec<(String, String)>,
     /// Hooks that ran before the UI started (`session_start`), shown first.
     pub hook_runs: Vec<agent_core::HookRun>,
+    /// The working mode the agent starts in.
+    pub mode: agent_core::Mode,
 }
 
 /// Where frames go.
@@ -195,6 +197,7 @@ pub async fn run(agent: Agent, host: Arc<dyn Host>, options: Options) -> std::io
     app.inline = options.screen == Screen::Inline;
     app.tool_views = options.tool_views.clone();
     app.status.sandbox = options.sandbox.clone();
+    app.status.mode = options.mode;
     app.note_earlier(options.history_earlier);
     app.load_history(&options.history);
     for notice in &options.notices {
@@ -831,6 +834,31 @@ fn perform(
                 .collect();
             open_choice(app, input, ChoiceKind::Model, items);
         }
+        Action::Choose(ChoiceKind::Plan) => {
+            open_choice(app, input, ChoiceKind::Plan, crate::modes::plan_items())
+        }
+        Action::Chose(ChoiceKind::Plan, i) => {
+            let Some(plan) = app.plan_to_decide.take() else {
+                return;
+            };
+            match crate::modes::PLAN_CHOICES.get(i) {
+                Some(crate::modes::PlanChoice::Implement) => {
+                    agent.set_mode(agent_core::Mode::Default);
+                    let message = AgentMessage::user(crate::modes::implement_message(&plan));
+                    perform_prompt(agent, message, ui_tx);
+                }
+                Some(crate::modes::PlanChoice::KeepPlanning) => {
+                    app.push_cell(CellKind::Notice(
+                        "Still planning: say what to change, and the agent revises the plan."
+                            .into(),
+                    ));
+                }
+                _ => {
+                    app.push_cell(CellKind::Notice("The plan was discarded.".into()));
+                }
+            }
+        }
+        Action::SetMode(mode) => agent.set_mode(mode),
         Action::Choose(kind) => open_choice(app, input, kind, thinking_items()),
         Action::Chose(ChoiceKind::Model, i) => {
             if let Some(model) = choices.models.get(i).cloned() {

@@ -22,6 +22,8 @@ pub struct Bottom {
     question: Option<Vec<Line<'static>>>,
     question_rows: u16,
     queue: u16,
+    /// The pinned checklist (`update_plan`), while a step is left.
+    checklist: Vec<Line<'static>>,
     editor: u16,
     width: u16,
 }
@@ -41,6 +43,11 @@ impl Bottom {
             question,
             question_rows,
             queue: app.queue.len().min(MAX_QUEUE_ROWS) as u16,
+            checklist: app
+                .checklist
+                .as_ref()
+                .map(|list| crate::modes::checklist_lines(list, usize::from(width)))
+                .unwrap_or_default(),
             // Inside its borders.
             editor: app.editor.height(width.saturating_sub(2)) + 2,
             width,
@@ -48,12 +55,12 @@ impl Bottom {
     }
 
     pub fn height(&self) -> u16 {
-        self.live + self.question_rows + self.queue + self.editor + 1
+        self.live + self.question_rows + self.queue + self.checklist.len() as u16 + self.editor + 1
     }
 
     /// Rows a popup needs above the editor beyond the ones under the transcript.
     pub fn popup_room(&self, input: &InputState) -> u16 {
-        let above = self.live + self.question_rows + self.queue;
+        let above = self.live + self.question_rows + self.queue + self.checklist.len() as u16;
         input
             .popup
             .as_ref()
@@ -152,6 +159,7 @@ fn draw_bottom(
     let status = take(1);
     let editor = take(bottom.editor);
     let queue = take(bottom.queue);
+    let checklist = take(bottom.checklist.len() as u16);
     let asking = take(bottom.question_rows);
     let live = take(bottom.live);
     let transcript = Rect::new(area.x, area.y, area.width, top - area.y);
@@ -170,6 +178,7 @@ fn draw_bottom(
         Paragraph::new(rows).render(asking, buf);
     }
     draw_queue(buf, app, queue);
+    Paragraph::new(bottom.checklist).render(checklist, buf);
     let caret = draw_editor(buf, app, editor);
     draw_status(buf, app, status);
     (transcript, editor, caret)

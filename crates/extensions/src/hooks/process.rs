@@ -26,6 +26,8 @@ pub struct Runner {
     pub cwd: PathBuf,
     /// The confinement of the model's commands; `None`: unconfined.
     pub sandbox: Option<Arc<sandbox::Sandbox>>,
+    /// While it holds (plan mode), hooks run in its read-only sandbox instead.
+    pub restriction: Option<sandbox::Restriction>,
     /// Environment variables hooks do not inherit (the provider keys, as for bash).
     pub hidden_env: Vec<String>,
 }
@@ -71,7 +73,8 @@ impl Runner {
         };
         let shell = platform::shell::Shell::detect();
         let args = shell.args(&hook.command);
-        let std_command = match &self.sandbox {
+        let restricted = self.restriction.as_ref().and_then(|r| r.active());
+        let std_command = match restricted.or(self.sandbox.as_ref()) {
             Some(sandbox) => match sandbox.prepare() {
                 Ok(prepared) => prepared.command(&shell.program, &args, &self.cwd),
                 Err(e) => return not_started(format!("the sandbox could not be prepared: {e}")),
