@@ -74,6 +74,12 @@ impl Runner {
         let shell = platform::shell::Shell::detect();
         let args = shell.args(&hook.command);
         let restricted = self.restriction.as_ref().and_then(|r| r.active());
+        if restricted.is_some_and(|s| s.summary().level == sandbox::Level::None) {
+            // Plan mode promises nothing changes; a hook nothing can confine could.
+            return not_started(
+                "plan mode, and nothing on this machine can confine it read-only".into(),
+            );
+        }
         let std_command = match restricted.or(self.sandbox.as_ref()) {
             Some(sandbox) => match sandbox.prepare() {
                 Ok(prepared) => prepared.command(&shell.program, &args, &self.cwd),
