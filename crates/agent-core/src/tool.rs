@@ -31,6 +31,9 @@ pub enum ToolView {
     Find,
     /// A directory listing (`path`).
     List,
+    /// A plan: markdown (`plan` as a string) or a checklist (`plan` as a list of
+    /// `{step, status}`), shown whole.
+    Plan,
     /// Anything else: the arguments and the first line of the result.
     #[default]
     Plain,

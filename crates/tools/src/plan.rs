@@ -2,7 +2,7 @@
 //! editor; `submit_plan` is how the model ends a run in plan mode: it presents the plan, and
 //! the user decides what happens next. Neither changes anything outside the conversation.
 
-use agent_core::{Mode, Tool, ToolContext, ToolError, ToolOutput};
+use agent_core::{Mode, Tool, ToolContext, ToolError, ToolOutput, ToolView};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -61,6 +61,10 @@ pub struct UpdatePlanTool;
 impl Tool for UpdatePlanTool {
     fn name(&self) -> &str {
         UPDATE_PLAN
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Plan
     }
 
     fn description(&self) -> &str {
@@ -133,6 +137,10 @@ pub struct SubmitPlanTool;
 impl Tool for SubmitPlanTool {
     fn name(&self) -> &str {
         SUBMIT_PLAN
+    }
+
+    fn view(&self) -> ToolView {
+        ToolView::Plan
     }
 
     fn description(&self) -> &str {

@@ -77,6 +77,7 @@ impl ToolCell {
             _ => match self.view {
                 ToolView::Shell => self.bash_body(view.expand_tools),
                 ToolView::Diff => self.diff_body(view.expand_tools),
+                ToolView::Plan => self.plan_body(),
                 _ => self.summary_body(),
             },
         };
@@ -130,6 +131,7 @@ impl ToolCell {
             }
             ToolView::Find => format!("{} in {}", arg("pattern"), or_dot(arg("path"))),
             ToolView::List => or_dot(arg("path")),
+            ToolView::Plan => arg("explanation"),
             ToolView::Plain => self.args.to_string(),
         };
         Line::from(vec![
@@ -230,6 +232,26 @@ impl ToolCell {
         out
     }
 
+    /// The plan itself: its markdown's lines, or the checklist's steps with their marks.
+    fn plan_body(&self) -> Vec<Line<'static>> {
+        match self.args.get("plan") {
+            Some(Value::String(plan)) => plan.lines().map(|l| Line::raw(l.to_string())).collect(),
+            Some(Value::Array(steps)) => steps
+                .iter()
+                .map(|step| {
+                    let mark = match step["status"].as_str() {
+                        Some("completed") => "✓",
+                        Some("in_progress") => "▸",
+                        _ => "□",
+                    };
+                    let text = step["step"].as_str().unwrap_or_default();
+                    Line::raw(format!("{mark} {text}"))
+                })
+                .collect(),
+            _ => self.summary_body(),
+        }
+    }
+
     fn summary_body(&self) -> Vec<Line<'static>> {
         let Some(result) = &self.result else {
             return Vec::new();
@@ -243,7 +265,9 @@ impl ToolCell {
             ToolView::Search => format!("{} matches in {} files", n("matches"), n("files")),
             ToolView::Find => format!("{} results", n("results")),
             ToolView::List => format!("{} entries", n("entries")),
-            ToolView::Shell | ToolView::Diff | ToolView::Plain => first_line(&result.text()),
+            ToolView::Shell | ToolView::Diff | ToolView::Plain | ToolView::Plan => {
+                first_line(&result.text())
+            }
         };
         vec![Line::styled(text, dim())]
     }
