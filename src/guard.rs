@@ -80,8 +80,6 @@ pub struct Guard {
     /// The agent's working mode: plan mode changes nothing, auto-edit asks nothing of edits
     /// in the workspace.
     pub working: agent_core::ModeSwitch,
-    /// Whether this machine can confine commands read-only (plan mode).
-    pub plan_confined: bool,
     /// The MCP servers' tools, to tell the read-only ones (set once they exist).
     pub extra_tools: std::sync::OnceLock<agent_core::ExtraTools>,
 }
@@ -260,7 +258,8 @@ impl Hooks for Guard {
             // Not offered in plan mode; a call made anyway is refused.
             Some(tools::Effect::Writes) if planning => Err(format!("not run: {PLAN}")),
             Some(tools::Effect::Writes) => self.check_write(call, approvals).await,
-            Some(tools::Effect::Informs) => Ok(()),
+            // The subagent's own calls come through here one by one.
+            Some(tools::Effect::Informs | tools::Effect::Delegates) => Ok(()),
             Some(tools::Effect::Reads { descends }) => {
                 self.check_read(call, descends, approvals).await
             }
@@ -274,22 +273,11 @@ impl Hooks for Guard {
 }
 
 impl Guard {
-    /// A command in plan mode: it runs in the read-only sandbox (`Safety::restriction`), never
-    /// outside it; where nothing can confine it, only a command known to be read-only runs.
+    /// A command in plan mode: the bash tool runs it in the read-only sandbox (or, where
+    /// nothing can confine it, only when it is known to be read-only), never outside it.
     async fn check_plan_bash(&self, args: &Value, approvals: &Approvals<'_>) -> Result<(), String> {
         if args["escalate"].as_bool() == Some(true) {
             return Err(format!("not run: in {PLAN}; nothing runs outside the sandbox"));
-        }
-        if !self.plan_confined {
-            let command = args["command"].as_str().unwrap_or_default();
-            let known = bash_syntax() && sandbox::is_known_read_only(command);
-            if !known {
-                return Err(format!(
-                    "not run: nothing on this machine can confine commands read-only (see \
-                     coding-agent doctor), so {PLAN}, and only commands known to be read-only \
-                     run"
-                ));
-            }
         }
         self.check_bash(args, approvals).await
     }
@@ -447,7 +435,6 @@ mod tests {
             project: home.to_path_buf(),
             cwd: home.to_path_buf(),
             working: agent_core::ModeSwitch::default(),
-            plan_confined: true,
             extra_tools: std::sync::OnceLock::new(),
         }
     }
@@ -523,7 +510,9 @@ mod tests {
                     );
                     assert_eq!(decide(call(entry.name, "src")).await, Ok(()));
                 }
-                tools::Effect::RunsCommands | tools::Effect::Informs => {}
+                tools::Effect::RunsCommands
+                | tools::Effect::Informs
+                | tools::Effect::Delegates => {}
                 tools::Effect::Fetches => {
                     // A host nobody allowed: asked, so refused where nobody can answer.
                     let fetch = ToolCall {

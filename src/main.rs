@@ -15,6 +15,7 @@ mod rewind;
 mod safety;
 mod sessions;
 mod setup;
+mod subagents;
 mod trust;
 
 use std::io::{IsTerminal, Read};

@@ -76,7 +76,6 @@ pub fn build(
         project: workspace,
         cwd: cwd.to_path_buf(),
         working: working.clone(),
-        plan_confined: plan_summary.level != Level::None,
         extra_tools: std::sync::OnceLock::new(),
     };
     Safety {

@@ -2,7 +2,7 @@
 //! system prompt and the session.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_core::{
@@ -18,6 +18,7 @@ use crate::checkpoints::Checkpoints;
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::sessions::Sessions;
+use crate::subagents::{Delegator, Subagents};
 
 /// A failure before the agent runs: a message for the user and the exit code (2: usage).
 #[derive(Debug)]
@@ -61,6 +62,8 @@ pub struct Setup {
     pub fixed_tokens: u64,
     /// The working mode the agent starts in.
     pub mode: Mode,
+    /// The `task` tool's running children, to steer and stop one.
+    pub subagents: Arc<Subagents>,
 }
 
 impl Setup {
@@ -187,6 +190,18 @@ pub async fn build(
     });
     tool_options.bash.sandbox = safety.sandbox.clone();
     tool_options.bash.restriction = Some(safety.restriction.clone());
+    // The `task` tool's children: definitions from the home and, trusted, the repository.
+    let project = (repo == session::RepoFiles::Read).then(|| session::repository_root(&cwd));
+    let definitions = extensions::AgentDefinitions::load(home.root(), project.as_deref());
+    let definition_problems = definitions.problems.clone();
+    let subagents = Subagents::new(
+        definitions,
+        config
+            .subagents
+            .max_concurrent
+            .unwrap_or(crate::subagents::DEFAULT_MAX_CONCURRENT),
+    );
+    tool_options.delegate = Some(tools::Delegation(Arc::new(Delegator(subagents.clone()))));
     let chat_only = preset.as_ref().is_some_and(|p| p.chat_only);
     let only: Option<Vec<&str>> = cli.tools.as_ref().map(|names| {
         names
@@ -218,7 +233,6 @@ pub async fn build(
     let inputs = PromptInputs::gather(&home, &cwd, &date, tools::prompt_section(&names), repo);
     let mut system_prompt = SystemPrompt::load(&home, &cwd, repo).render(&inputs);
     // A repository's skills, templates and hooks steer the agent: a trusted one's only.
-    let project = (repo == session::RepoFiles::Read).then(|| session::repository_root(&cwd));
     let extensions = Arc::new(extensions::Extensions::load(
         home.root(),
         project.as_deref(),
@@ -344,6 +358,7 @@ pub async fn build(
     let mut notices = config.notices.clone();
     notices.extend(preset.iter().flat_map(|p| p.notices.iter().cloned()));
     notices.extend(extensions.problems());
+    notices.extend(definition_problems);
     notices.extend(search_notice);
     let mut hook_runs = Vec::new();
     if let Some(hooks) = &hooks {
@@ -379,7 +394,33 @@ pub async fn build(
             cwd: cwd.clone(),
         }));
     }
+    // Where the children's session files go: beside the parent's, whichever it is by then.
+    let parent_session: Arc<OnceLock<std::sync::Weak<Sessions>>> = Arc::default();
+    let current_file = parent_session.clone();
+    subagents.equip(crate::subagents::Kit {
+        cwd: cwd.clone(),
+        home: home.clone(),
+        registry: registry.clone(),
+        provider: agent_config.provider.clone(),
+        tool_options: tool_options.clone(),
+        read_only: sandbox::Restriction::new(safety.restriction.sandbox().clone(), || true),
+        hooks: agent_config.hooks.clone(),
+        stream_options: agent_config.stream_options.clone(),
+        mode: agent_config.mode.clone(),
+        redactor: agent_config.redactor.clone(),
+        parent_tools: agent_config
+            .tools
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect(),
+        session: Arc::new(move || {
+            let sessions = current_file.get()?.upgrade()?;
+            sessions.current().map(|(path, _)| path)
+        }),
+        date: date.clone(),
+    });
     let agent = Agent::spawn(agent_config);
+    subagents.attach(&agent);
     checkpoints.follow(&agent);
     if let Some(manager) = &mcp {
         // Nothing waits for them here: their tools and states arrive as events.
@@ -409,6 +450,7 @@ pub async fn build(
         cli.no_session,
         current,
     ));
+    let _ = parent_session.set(Arc::downgrade(&sessions));
     if let Some(hooks) = &hooks {
         // Weak: the agent holds the hooks, and the sessions hold the agent.
         let sessions = Arc::downgrade(&sessions);
@@ -440,6 +482,7 @@ pub async fn build(
         router,
         fixed_tokens,
         mode: start_mode,
+        subagents,
     })
 }
 
@@ -532,6 +575,7 @@ pub fn tool_options(config: &Config, registry: &Registry) -> tools::ToolOptions 
             ..tools::BashOptions::default()
         },
         fetch: tools::FetchOptions::default(),
+        delegate: None,
     }
 }
 

@@ -70,6 +70,7 @@ pub async fn run(
         redactor: setup.redactor.clone(),
         extensions: setup.extensions.clone(),
         mcp: setup.mcp.clone(),
+        subagents: setup.subagents.clone(),
     });
     let result = tui::run(setup.agent.clone(), host, options).await;
     for error in setup.sessions.recorder().finish().await {
@@ -117,6 +118,7 @@ struct TuiHost {
     /// System prompt and tool definitions, for the context estimate.
     fixed_tokens: u64,
     mcp: Option<mcp::McpManager>,
+    subagents: Arc<crate::subagents::Subagents>,
 }
 
 #[async_trait]
@@ -290,6 +292,14 @@ impl Host for TuiHost {
 
     fn safety_status(&self) -> String {
         self.safety.clone()
+    }
+
+    fn steer_subagent(&self, id: &str, text: &str) -> bool {
+        self.subagents.steer(id, text)
+    }
+
+    fn stop_subagent(&self, id: &str) -> bool {
+        self.subagents.stop(id)
     }
 
     async fn mcp_restart(&self, name: String) -> Result<(), String> {

@@ -213,6 +213,7 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                 messages: s.messages.len(),
                 queue,
                 approvals: s.approvals,
+                subagents: setup.subagents.running(),
                 session: session_ref(setup),
             }))))
         }
@@ -228,6 +229,20 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
         Command::SetThinking { level } => {
             agent.set_thinking(level);
             Ok(None)
+        }
+        Command::SubagentSteer { subagent, message } => {
+            if setup.subagents.steer(&subagent, &message) {
+                Ok(None)
+            } else {
+                Err(format!("no subagent `{subagent}` is running"))
+            }
+        }
+        Command::SubagentAbort { subagent } => {
+            if setup.subagents.stop(&subagent) {
+                Ok(None)
+            } else {
+                Err(format!("no subagent `{subagent}` is running"))
+            }
         }
         Command::SetMode { mode } => {
             agent.set_mode(mode);

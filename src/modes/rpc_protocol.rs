@@ -62,6 +62,15 @@ pub enum Command {
     SetThinking {
         level: ThinkingLevel,
     },
+    /// Steers the running subagent `subagent` (its id, from a `subagent` event).
+    SubagentSteer {
+        subagent: String,
+        message: String,
+    },
+    /// Stops the running subagent `subagent` alone; its `task` call ends with what it had.
+    SubagentAbort {
+        subagent: String,
+    },
     /// The working mode: `default`, `auto-edit` or `plan`.
     SetMode {
         mode: agent_core::Mode,
@@ -176,6 +185,8 @@ impl Command {
             Self::SetModel { .. } => "set_model",
             Self::SetThinking { .. } => "set_thinking",
             Self::SetMode { .. } => "set_mode",
+            Self::SubagentSteer { .. } => "subagent_steer",
+            Self::SubagentAbort { .. } => "subagent_abort",
             Self::GetMessages => "get_messages",
             Self::Compact { .. } => "compact",
             Self::NewSession => "new_session",
@@ -327,8 +338,10 @@ pub struct State {
     pub messages: usize,
     /// Queued messages, steering first, in delivery order.
     pub queue: Vec<QueueEntry>,
-    /// Questions waiting for an `approve`.
+    /// Questions waiting for an `approve` (a subagent's say which).
     pub approvals: Vec<agent_core::ApprovalRequest>,
+    /// The ids of the subagents running now.
+    pub subagents: Vec<String>,
     pub session: Option<SessionRef>,
 }
 

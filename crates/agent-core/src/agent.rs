@@ -204,6 +204,35 @@ impl Agent {
         self.send(Command::Announce(AgentEvent::HookRun { run }));
     }
 
+    /// Passes on an event of a subagent (see [`AgentEvent::Subagent`]): readers see it, the
+    /// history does not take it, and its tokens count in the current run's summary.
+    pub fn forward(&self, subagent: crate::SubagentRef, event: AgentEvent) {
+        self.send(Command::Announce(AgentEvent::Subagent {
+            subagent,
+            event: Box::new(event),
+        }));
+    }
+
+    /// Asks this agent's user a question of another agent (a subagent's call): announced and
+    /// answered like this agent's own (`approval_requested`, [`Agent::decide`]); an abort, the
+    /// end of the run or a stopped agent answers with a denial.
+    pub async fn ask_user(&self, request: crate::ApprovalRequest) -> crate::ApprovalDecision {
+        self.relay_question(request).await.unwrap_or(crate::ApprovalDecision::Deny {
+            reason: Some("the agent stopped".into()),
+        })
+    }
+
+    async fn relay_question(
+        &self,
+        request: crate::ApprovalRequest,
+    ) -> Result<crate::ApprovalDecision, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command::Ask(Box::new(request), reply))
+            .map_err(|_| AgentError::Stopped)?;
+        rx.await.map_err(|_| AgentError::Stopped)
+    }
+
     /// Tells every reader how the host's MCP servers are doing.
     pub fn announce_mcp(&self, status: crate::McpStatus) {
         self.send(Command::Announce(AgentEvent::McpStatus { status }));

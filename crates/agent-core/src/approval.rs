@@ -31,6 +31,9 @@ pub struct ApprovalRequest {
     /// The command prefix an "always allow" answer would remember, when one is offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<Vec<String>>,
+    /// The subagent whose call this is, when it is not this agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<crate::SubagentRef>,
 }
 
 /// The user's answer.
@@ -95,6 +98,7 @@ impl Approvals<'_> {
             justification: question.justification,
             diff: question.diff,
             rule: question.rule,
+            subagent: None,
         };
         if io.tx.send(Internal::Ask(Box::new(request), reply)).is_err() {
             return denied("the agent stopped");

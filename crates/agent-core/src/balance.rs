@@ -27,6 +27,14 @@ pub(crate) struct Balance {
 }
 
 impl Balance {
+    /// Counts a subagent's model call in the run's usage.
+    pub fn subagent_usage(&mut self, usage: &llm::Usage) {
+        if self.agent {
+            self.summary.usage.add(usage);
+            self.summary.subagent_usage.add(usage);
+        }
+    }
+
     /// Notes what stopped the run from inside, for its `agent_end`.
     pub fn stopped_by(&mut self, stop: crate::RunStop) {
         self.summary.stopped_by = Some(stop);
@@ -88,7 +96,8 @@ impl Balance {
             | AgentEvent::Rewound { .. }
             | AgentEvent::HookRun { .. }
             | AgentEvent::ToolsChanged { .. }
-            | AgentEvent::McpStatus { .. } => {}
+            | AgentEvent::McpStatus { .. }
+            | AgentEvent::Subagent { .. } => {}
         }
     }
 

@@ -149,6 +149,32 @@ pub enum AgentEvent {
     HookRun {
         run: HookRun,
     },
+    /// An event of a subagent (a child agent a `task` call started), as its own agent sent
+    /// it. Nothing of it enters this agent's history.
+    Subagent {
+        subagent: SubagentRef,
+        event: Box<AgentEvent>,
+    },
+}
+
+impl AgentEvent {
+    /// A streaming delta (also a subagent's): readers of settled events skip them.
+    pub fn is_delta(&self) -> bool {
+        match self {
+            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. } => true,
+            AgentEvent::Subagent { event, .. } => event.is_delta(),
+            _ => false,
+        }
+    }
+}
+
+/// Which subagent an event or a question comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentRef {
+    /// Unique among the subagents of this process (`explore-2`).
+    pub id: String,
+    /// Its agent definition's name (`explore`).
+    pub name: String,
 }
 
 /// One run of a configured hook command and how it went.
@@ -257,8 +283,11 @@ pub struct RunSummary {
     pub stop_reasons: Vec<StopReason>,
     /// Every tool call, in the order they ended.
     pub tools: Vec<ToolRun>,
-    /// Tokens and cost of the run's model calls.
+    /// Tokens and cost of the run's model calls, its subagents' included.
     pub usage: llm::Usage,
+    /// The subagents' part of `usage`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub subagent_usage: llm::Usage,
     /// Why the run was stopped from inside, when it was (not the user's abort).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<RunStop>,
@@ -285,6 +314,10 @@ impl RunStop {
             RunStop::RequirementUnmet => "the model did not call the tool it was required to",
         }
     }
+}
+
+fn is_zero(usage: &llm::Usage) -> bool {
+    *usage == llm::Usage::default()
 }
 
 impl RunSummary {

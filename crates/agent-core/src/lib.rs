@@ -38,7 +38,7 @@ pub use checkpoint::{
 pub use compaction::{CompactionError, Compactor, is_context_overflow};
 pub use event::{
     AgentEvent, CompactReason, CompactionOutcome, HookOutcome, HookRun, ResetReason, RunStop,
-    RunSummary, ToolOutcome, ToolRun,
+    RunSummary, SubagentRef, ToolOutcome, ToolRun,
 };
 pub use extra::ExtraTools;
 pub use hooks::{HookContext, Hooks, NextTurn, NoHooks, TurnInfo};

@@ -256,6 +256,14 @@ impl Owner {
                 let _ = reply.send(result);
             }
             Command::Announce(event) => self.deliver(event),
+            Command::Ask(mut request, reply) => {
+                request.id = self.next_approval;
+                self.next_approval += 1;
+                self.deliver(AgentEvent::ApprovalRequested {
+                    request: (*request).clone(),
+                });
+                self.approvals.push((*request, reply));
+            }
             Command::SetQueueModes(steering, follow_up) => {
                 self.steering.mode = steering;
                 self.follow_up.mode = follow_up;
@@ -608,16 +616,21 @@ impl Owner {
             AgentEvent::MessageEnd { message } => self.messages.push(message.clone()),
             AgentEvent::TurnStart { turn } => self.turn = self.turn.max(*turn),
             AgentEvent::McpStatus { status } => self.mcp_status = Some(status.clone()),
+            AgentEvent::Subagent { event, .. } => {
+                if let AgentEvent::MessageEnd {
+                    message: AgentMessage::Assistant(answer),
+                } = event.as_ref()
+                {
+                    self.balance.subagent_usage(&answer.usage);
+                }
+            }
             AgentEvent::CompactionEnd {
                 outcome: CompactionOutcome::Compacted { summary, replaced },
                 ..
             } => compaction::apply(&mut self.messages, summary, *replaced),
             _ => {}
         }
-        let delta = matches!(
-            event,
-            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
-        );
+        let delta = event.is_delta();
         self.subscribers.retain(|(tx, deltas)| {
             (delta && *deltas == Deltas::Skipped) || tx.send(event.clone()).is_ok()
         });

@@ -141,6 +141,8 @@ pub(crate) enum Command {
         reply: Reply<Result<(), AgentError>>,
     },
     Announce(AgentEvent),
+    /// A question from elsewhere (a subagent's call), asked and answered as this agent's own.
+    Ask(Box<ApprovalRequest>, Reply<ApprovalDecision>),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
     /// The model calls go to now.

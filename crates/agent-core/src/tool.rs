@@ -31,6 +31,8 @@ pub enum ToolView {
     Find,
     /// A directory listing (`path`).
     List,
+    /// A subagent's job (`description`, `agent`), live while it runs.
+    Task,
     /// A plan: markdown (`plan` as a string) or a checklist (`plan` as a list of
     /// `{step, status}`), shown whole.
     Plan,

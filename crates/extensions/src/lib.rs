@@ -6,6 +6,7 @@
 //! into the system prompt, expands `/name args` in every mode, and wraps its approval hooks in
 //! [`ExtensionHooks`], whose runs reach every front end as `hook_run` events.
 
+pub mod agents;
 mod frontmatter;
 pub mod hooks;
 pub mod skills;
@@ -13,6 +14,7 @@ pub mod templates;
 
 use std::path::Path;
 
+pub use agents::{AgentDefinition, AgentDefinitions};
 pub use hooks::{ExtensionHooks, Hook, HookConfig, HookEvent, Runner};
 pub use skills::{Origin, Skill, Skills};
 pub use templates::{Template, Templates};

@@ -34,6 +34,10 @@ pub struct Reply {
     /// Extra response headers (`retry-after` on a 429, say); on a stream they replace the
     /// defaults of the same name (`content-type: text/html` scripts a login page).
     pub headers: Vec<(String, String)>,
+    /// Served only to a request whose first user message contains this text (a subagent's
+    /// task): with agents asking at once, each gets its own replies whatever the order.
+    /// Requests that match no reply's text get the first reply without one.
+    pub for_request: Option<String>,
 }
 
 impl Default for Reply {
@@ -51,6 +55,7 @@ impl Default for Reply {
             usage: None,
             raw_sse: None,
             headers: Vec::new(),
+            for_request: None,
         }
     }
 }
@@ -150,6 +155,12 @@ impl Reply {
             name: name.into(),
             arguments,
         });
+        self
+    }
+
+    /// Only for the request whose first user message contains `text` (see `for_request`).
+    pub fn for_request(mut self, text: impl Into<String>) -> Self {
+        self.for_request = Some(text.into());
         self
     }
 

@@ -304,7 +304,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             .body(full(answer.to_string()))
             .expect("static response parts are valid"));
     }
-    let Some(reply) = lock(&state.replies).pop_front() else {
+    let Some(reply) = take_reply(&mut lock(&state.replies), &body) else {
         let message = "mock-llm: script exhausted";
         return Ok(json_error(StatusCode::INTERNAL_SERVER_ERROR, message));
     };
@@ -552,4 +552,38 @@ async fn stream_frames(
         }
     }
     true
+}
+
+/// The reply for a request: the first one meant for its first user message, else the first
+/// one meant for no request in particular.
+fn take_reply(replies: &mut VecDeque<Reply>, body: &Value) -> Option<Reply> {
+    let first = first_user_text(body);
+    let mine = replies.iter().position(|r| {
+        r.for_request
+            .as_ref()
+            .is_some_and(|key| first.contains(key.as_str()))
+    });
+    let index = mine.or_else(|| replies.iter().position(|r| r.for_request.is_none()))?;
+    replies.remove(index)
+}
+
+/// The text of the first user message of a chat-completions, responses or Anthropic body.
+fn first_user_text(body: &Value) -> String {
+    let messages = body["messages"]
+        .as_array()
+        .or_else(|| body["input"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let Some(user) = messages.iter().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &user["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }

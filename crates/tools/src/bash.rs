@@ -169,6 +169,19 @@ impl Tool for BashTool {
         let timeout = usize_arg(&args, "timeout").map(|s| Duration::from_secs(s as u64));
         // The host's before-hook approved the escalation (or blocked the call).
         let restricted = self.options.restriction.as_ref().and_then(|r| r.active());
+        if let Some(read_only) = restricted
+            && read_only.summary().level == sandbox::Level::None
+            && !(self.shell.kind != ShellKind::PowerShell && sandbox::is_known_read_only(command))
+        {
+            // Read-only is promised (plan mode, a read-only subagent) and nothing here can
+            // hold a command to it: only what is known to change nothing runs.
+            return Err(ToolError(
+                "Not run: commands must change nothing here (plan mode, or a read-only \
+                 subagent), and nothing on this machine can confine them read-only (see \
+                 coding-agent doctor), so only commands known to be read-only run."
+                    .into(),
+            ));
+        }
         let escalated = bool_arg(&args, "escalate") && restricted.is_none();
         let sandbox = match restricted {
             Some(read_only) => Some(read_only.as_ref()),

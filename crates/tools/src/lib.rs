@@ -20,6 +20,7 @@ mod plan;
 mod read;
 mod registry;
 mod spill;
+mod task;
 mod truncate;
 mod walk;
 mod write;
@@ -48,6 +49,7 @@ pub use registry::{
     effect, prompt_section,
 };
 pub use spill::{DEFAULT_SPILL_CAP, SpillDir};
+pub use task::{Delegate, Delegation, Job, TASK, TaskTool};
 pub use truncate::{MAX_BYTES, MAX_LINES};
 pub use write::WriteTool;
 
@@ -56,6 +58,8 @@ pub use write::WriteTool;
 pub struct ToolOptions {
     pub bash: BashOptions,
     pub fetch: FetchOptions,
+    /// Runs the `task` tool's subagents; without it `task` is offered to nobody.
+    pub delegate: Option<Delegation>,
 }
 
 /// Every tool, working in `cwd`, with the default options (tests, benchmarks).

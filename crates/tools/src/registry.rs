@@ -9,6 +9,7 @@ use agent_core::Tool;
 
 use crate::fetch::FetchTool;
 use crate::plan::{SubmitPlanTool, UpdatePlanTool};
+use crate::task::TaskTool;
 use crate::paths::{FileLocks, resolve};
 use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
 
@@ -37,12 +38,18 @@ pub enum Effect {
     Fetches,
     /// Only tells the user something (a plan, its progress): reads and changes nothing.
     Informs,
+    /// Hands a job to a subagent, whose own calls are checked one by one as this agent's
+    /// are; it may change files.
+    Delegates,
 }
 
 impl Effect {
     /// Whether a call can change files (a checkpoint is taken around it).
     pub fn changes_files(self) -> bool {
-        matches!(self, Effect::Writes | Effect::RunsCommands)
+        matches!(
+            self,
+            Effect::Writes | Effect::RunsCommands | Effect::Delegates
+        )
     }
 }
 
@@ -60,7 +67,7 @@ pub struct ToolEntry {
 }
 
 /// Every built-in tool, in the order the model sees them.
-pub static REGISTRY: [ToolEntry; 10] = [
+pub static REGISTRY: [ToolEntry; 11] = [
     ToolEntry {
         name: "read",
         guidance: "read a file (text or image), with an optional line offset and limit for \
@@ -137,6 +144,14 @@ pub static REGISTRY: [ToolEntry; 10] = [
         effect: Effect::Informs,
         make: |_| Arc::new(SubmitPlanTool),
     },
+    ToolEntry {
+        name: "task",
+        guidance: "hand a self-contained job (research across many files, an independent \
+                   piece of work) to a subagent with its own context; several in one reply \
+                   run at once. Its final answer is the result.",
+        effect: Effect::Delegates,
+        make: |w| Arc::new(TaskTool::new(w.options.delegate.clone())),
+    },
 ];
 
 /// What a call of the built-in tool `name` does; `None` for a tool this table does not know
@@ -159,7 +174,7 @@ pub fn call_path(name: &str, arguments: &serde_json::Value, cwd: &Path) -> Optio
     match effect(name)? {
         Effect::Reads { .. } => Some(resolve(cwd, given.unwrap_or("."))),
         Effect::Writes => given.map(|path| resolve(cwd, path)),
-        Effect::RunsCommands | Effect::Fetches | Effect::Informs => None,
+        Effect::RunsCommands | Effect::Fetches | Effect::Informs | Effect::Delegates => None,
     }
 }
 
@@ -245,7 +260,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "unknown tool `rm`; the tools are read, write, edit, bash, grep, find, ls, fetch, \
-             update_plan, submit_plan"
+             update_plan, submit_plan, task"
         );
     }
 

@@ -98,6 +98,10 @@ pub enum Action {
     McpRestart(String),
     /// Switch the working mode (Shift+Tab).
     SetMode(agent_core::Mode),
+    /// Steer the subagent of this id with a message.
+    SteerSubagent(String, String),
+    /// Stop the subagent of this id (alone).
+    StopSubagent(String),
     Quit,
 }
 
@@ -149,6 +153,8 @@ pub struct App {
     pub submitted_plan: Option<String>,
     /// The plan waiting for the user's pick (the choice list is open).
     pub plan_to_decide: Option<String>,
+    /// The subagents seen, and the one on screen (Ctrl+G).
+    pub subagents: crate::subagents::Subagents,
     /// A `!cmd` is running (Esc stops it when the agent is idle).
     pub shell_running: bool,
     /// A compaction is summarising the history.
@@ -196,6 +202,7 @@ impl App {
             checklist: None,
             submitted_plan: None,
             plan_to_decide: None,
+            subagents: crate::subagents::Subagents::default(),
             shell_running: false,
             compacting: false,
             retry: None,
@@ -414,6 +421,16 @@ impl App {
             AgentEvent::ThinkingChange { level } => {
                 self.status.thinking = Some(*level);
                 self.push_cell(CellKind::Notice(format!("Thinking: {}.", level)));
+            }
+            AgentEvent::Subagent { subagent, event } => {
+                // Its cost counts in the session's, not in this context's fill.
+                if let AgentEvent::MessageEnd {
+                    message: AgentMessage::Assistant(answer),
+                } = event.as_ref()
+                {
+                    self.status.usage.add(&answer.usage);
+                }
+                self.subagents.on_event(subagent, event);
             }
             AgentEvent::ModeChange { mode } => {
                 self.status.mode = *mode;

@@ -99,6 +99,16 @@ pub trait Host: Send + Sync + 'static {
         Err("this session cannot export".into())
     }
     /// `/skills`: the skills and where each came from.
+    /// Steers the running subagent `id`; false when it does not run.
+    fn steer_subagent(&self, _id: &str, _text: &str) -> bool {
+        false
+    }
+
+    /// Stops the running subagent `id` alone; false when it does not run.
+    fn stop_subagent(&self, _id: &str) -> bool {
+        false
+    }
+
     fn skills(&self) -> String {
         "No skills.".to_string()
     }

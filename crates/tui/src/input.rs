@@ -91,6 +91,9 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+    if let Some(actions) = subagent_key(app, input, &key) {
+        return actions;
+    }
     match key.code {
         KeyCode::Char('c') if ctrl => {
             if !app.editor.is_empty() {
@@ -233,6 +236,33 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
                 Popup::for_text_with(&app.editor.text(), &input.files, &app.extra_commands);
             Vec::new()
         }
+    }
+}
+
+/// Ctrl+G shows the next subagent (and, after the last, the main view again); while one is
+/// shown, Enter steers it with the editor's text and Esc stops it alone.
+fn subagent_key(app: &mut App, input: &InputState, key: &KeyEvent) -> Option<Vec<Action>> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if key.code == KeyCode::Char('g') && ctrl {
+        if app.subagents.cycle().is_none() && app.subagents.running() == 0 {
+            app.push_cell(crate::cells::CellKind::Notice(
+                "No subagent to show: they appear here once a task call starts one.".into(),
+            ));
+        }
+        return Some(Vec::new());
+    }
+    let id = app.subagents.viewed()?.id.clone();
+    let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+    match key.code {
+        KeyCode::Esc if input.popup.is_none() => Some(vec![Action::StopSubagent(id)]),
+        KeyCode::Enter if plain && !key.modifiers.contains(KeyModifiers::SHIFT) => {
+            if app.editor.is_empty() {
+                return Some(Vec::new());
+            }
+            let text = app.editor.take().text;
+            Some(vec![Action::SteerSubagent(id, text)])
+        }
+        _ => None,
     }
 }
 

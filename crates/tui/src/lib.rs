@@ -24,6 +24,7 @@ mod runtime;
 pub mod scroll;
 pub mod setup_screen;
 pub mod status;
+mod subagents;
 mod terminal;
 mod terminal_input;
 pub mod theme;

@@ -859,6 +859,22 @@ fn perform(
             }
         }
         Action::SetMode(mode) => agent.set_mode(mode),
+        Action::SteerSubagent(id, text) => {
+            let note = if ctx.host.steer_subagent(&id, &text) {
+                format!("Sent to {id}: it reads it before its next step.")
+            } else {
+                format!("{id} is not running any more: nothing was sent.")
+            };
+            app.push_cell(CellKind::Notice(note));
+        }
+        Action::StopSubagent(id) => {
+            let note = if ctx.host.stop_subagent(&id) {
+                format!("Stopping {id} (its commands too); the main agent goes on.")
+            } else {
+                format!("{id} is not running.")
+            };
+            app.push_cell(CellKind::Notice(note));
+        }
         Action::Choose(kind) => open_choice(app, input, kind, thinking_items()),
         Action::Chose(ChoiceKind::Model, i) => {
             if let Some(model) = choices.models.get(i).cloned() {

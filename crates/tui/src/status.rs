@@ -523,7 +523,7 @@ mod tests {
                 output: 100,
                 ..Usage::default()
             },
-            repairs: 0,
+            ..agent_core::RunSummary::default()
         };
         assert_eq!(
             run_summary(&run),

@@ -24,13 +24,15 @@ pub struct Bottom {
     queue: u16,
     /// The pinned checklist (`update_plan`), while a step is left.
     checklist: Vec<Line<'static>>,
+    /// The subagent on screen (Ctrl+G): its transcript's end.
+    subagent: Vec<Line<'static>>,
     editor: u16,
     width: u16,
 }
 
 impl Bottom {
     /// Laid out for a screen of `width` × `height`.
-    pub fn new(app: &App, input: &InputState, width: u16, height: u16) -> Self {
+    pub fn new(app: &mut App, input: &InputState, width: u16, height: u16) -> Self {
         let question = app.approvals.first().map(|request| {
             crate::cells::approval::question_lines(request, app.approvals.len(), usize::from(width))
         });
@@ -43,6 +45,7 @@ impl Bottom {
             question,
             question_rows,
             queue: app.queue.len().min(MAX_QUEUE_ROWS) as u16,
+            subagent: app.subagents.lines(width),
             checklist: app
                 .checklist
                 .as_ref()
@@ -55,12 +58,22 @@ impl Bottom {
     }
 
     pub fn height(&self) -> u16 {
-        self.live + self.question_rows + self.queue + self.checklist.len() as u16 + self.editor + 1
+        self.live
+            + self.question_rows
+            + self.queue
+            + self.checklist.len() as u16
+            + self.subagent.len() as u16
+            + self.editor
+            + 1
     }
 
     /// Rows a popup needs above the editor beyond the ones under the transcript.
     pub fn popup_room(&self, input: &InputState) -> u16 {
-        let above = self.live + self.question_rows + self.queue + self.checklist.len() as u16;
+        let above = self.live
+            + self.question_rows
+            + self.queue
+            + self.checklist.len() as u16
+            + self.subagent.len() as u16;
         input
             .popup
             .as_ref()
@@ -160,6 +173,7 @@ fn draw_bottom(
     let editor = take(bottom.editor);
     let queue = take(bottom.queue);
     let checklist = take(bottom.checklist.len() as u16);
+    let subagent = take(bottom.subagent.len() as u16);
     let asking = take(bottom.question_rows);
     let live = take(bottom.live);
     let transcript = Rect::new(area.x, area.y, area.width, top - area.y);
@@ -179,6 +193,7 @@ fn draw_bottom(
     }
     draw_queue(buf, app, queue);
     Paragraph::new(bottom.checklist).render(checklist, buf);
+    Paragraph::new(bottom.subagent).render(subagent, buf);
     let caret = draw_editor(buf, app, editor);
     draw_status(buf, app, status);
     (transcript, editor, caret)

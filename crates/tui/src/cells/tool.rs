@@ -78,6 +78,7 @@ impl ToolCell {
                 ToolView::Shell => self.bash_body(view.expand_tools),
                 ToolView::Diff => self.diff_body(view.expand_tools),
                 ToolView::Plan => self.plan_body(),
+                ToolView::Task => self.task_body(),
                 _ => self.summary_body(),
             },
         };
@@ -132,6 +133,10 @@ impl ToolCell {
             ToolView::Find => format!("{} in {}", arg("pattern"), or_dot(arg("path"))),
             ToolView::List => or_dot(arg("path")),
             ToolView::Plan => arg("explanation"),
+            ToolView::Task => match arg("agent") {
+                agent if agent.is_empty() => arg("description"),
+                agent => format!("{agent}: {}", arg("description")),
+            },
             ToolView::Plain => self.args.to_string(),
         };
         Line::from(vec![
@@ -232,6 +237,34 @@ impl ToolCell {
         out
     }
 
+    /// A subagent's job: while it runs, what it does now (its id, tool, time, tokens); then
+    /// the first line of its answer and what it cost.
+    fn task_body(&self) -> Vec<Line<'static>> {
+        let Some(result) = &self.result else {
+            return match self.partial.lines().next() {
+                Some(line) => vec![Line::styled(line.to_string(), crate::theme::palette().warning)],
+                None => vec![Line::styled("starting…", dim())],
+            };
+        };
+        let details = result.details.clone().unwrap_or(Value::Null);
+        let mut out = vec![Line::styled(first_line(&result.text()), dim())];
+        if let Some(id) = details["subagent"]["id"].as_str() {
+            let usage = &details["usage"];
+            let n = |v: &Value| v.as_u64().unwrap_or(0);
+            out.push(Line::styled(
+                format!(
+                    "{id} · {} tool calls · ↑{} ↓{} · ${:.4}",
+                    n(&details["tool_calls"]),
+                    n(&usage["input"]) + n(&usage["cache_read"]),
+                    n(&usage["output"]),
+                    usage["cost"].as_f64().unwrap_or(0.0)
+                ),
+                dim(),
+            ));
+        }
+        out
+    }
+
     /// The plan itself: its markdown's lines, or the checklist's steps with their marks.
     fn plan_body(&self) -> Vec<Line<'static>> {
         match self.args.get("plan") {
@@ -265,7 +298,7 @@ impl ToolCell {
             ToolView::Search => format!("{} matches in {} files", n("matches"), n("files")),
             ToolView::Find => format!("{} results", n("results")),
             ToolView::List => format!("{} entries", n("entries")),
-            ToolView::Shell | ToolView::Diff | ToolView::Plain | ToolView::Plan => {
+            ToolView::Shell | ToolView::Diff | ToolView::Plain | ToolView::Plan | ToolView::Task => {
                 first_line(&result.text())
             }
         };
