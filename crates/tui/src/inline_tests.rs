@@ -405,6 +405,7 @@ fn tools_and_a_question_keep_the_copy_of_the_screen_exact() {
             justification: Some("it needs the network".into()),
             diff: None,
             rule: None,
+            subagent: None,
         },
     };
     let answered = AgentEvent::ApprovalDecided {

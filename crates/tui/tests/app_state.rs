@@ -226,6 +226,7 @@ fn question(id: u64, rule: Option<&[&str]>) -> AgentEvent {
             justification: Some("needs the network".into()),
             diff: None,
             rule: rule.map(|r| r.iter().map(|w| w.to_string()).collect()),
+            subagent: None,
         },
     }
 }

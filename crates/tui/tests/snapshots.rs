@@ -288,6 +288,7 @@ fn a_write_outside_the_workspace_waits_for_approval() {
             justification: Some("the test server needs a name".into()),
             diff: Some("--- a/etc/hosts\n+++ b/etc/hosts\n@@ -1,2 +1,3 @@\n 127.0.0.1 localhost\n+127.0.0.1 api.test\n ::1 localhost\n".into()),
             rule: None,
+            subagent: None,
         },
     });
     for event in &events {

@@ -619,6 +619,7 @@ pub fn assert_balanced(events: &[AgentEvent]) {
             | AgentEvent::ModelChange { .. }
             | AgentEvent::ThinkingChange { .. }
             | AgentEvent::ModeChange { .. }
+            | AgentEvent::Subagent { .. }
             | AgentEvent::HistoryReset { .. }
             | AgentEvent::Queued { .. }
             | AgentEvent::QueueDelivered { .. }
