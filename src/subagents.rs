@@ -74,7 +74,14 @@ pub struct Subagents {
 #[derive(Default)]
 struct Registry_ {
     next: AtomicU64,
-    running: Mutex<HashMap<String, Agent>>,
+    running: Mutex<HashMap<String, Running>>,
+}
+
+/// A running child, and whether the user stopped it alone.
+#[derive(Clone)]
+struct Running {
+    agent: Agent,
+    stopped: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Subagents {
@@ -109,7 +116,7 @@ impl Subagents {
     pub fn steer(&self, id: &str, text: &str) -> bool {
         match self.child(id) {
             Some(child) => {
-                child.steer(AgentMessage::user(text));
+                child.agent.steer(AgentMessage::user(text));
                 true
             }
             None => false,
@@ -121,7 +128,8 @@ impl Subagents {
     pub fn stop(&self, id: &str) -> bool {
         match self.child(id) {
             Some(child) => {
-                child.stop();
+                child.stopped.store(true, Ordering::SeqCst);
+                child.agent.stop();
                 true
             }
             None => false,
@@ -136,7 +144,7 @@ impl Subagents {
         ids
     }
 
-    fn child(&self, id: &str) -> Option<Agent> {
+    fn child(&self, id: &str) -> Option<Running> {
         lock(&self.registry.running).get(id).cloned()
     }
 
@@ -254,11 +262,22 @@ impl Subagents {
             .map_err(ToolError)?;
         let mut events = child.subscribe();
         let session = self.record(&child, &model, &subagent);
-        lock(&self.registry.running).insert(subagent.id.clone(), child.clone());
+        let running = Running {
+            agent: child.clone(),
+            stopped: Arc::default(),
+        };
+        lock(&self.registry.running).insert(subagent.id.clone(), running.clone());
         let started = Instant::now();
-        let outcome = self
+        let mut outcome = self
             .follow(&child, &parent, &subagent, &job, ctx, &mut events)
             .await;
+        if running.stopped.load(Ordering::SeqCst) && outcome.1 == Stopped::No {
+            outcome.1 = Stopped::ByUser;
+            outcome.0 = Err(match outcome.0 {
+                Ok(text) | Err(text) if text.trim().is_empty() => "the user stopped it".into(),
+                Ok(text) | Err(text) => format!("the user stopped it. What it had:\n\n{text}"),
+            });
+        }
         lock(&self.registry.running).remove(&subagent.id);
         child.stop();
         let _ = child.wait_idle().await;
@@ -342,9 +361,6 @@ impl Subagents {
                 }
             }
         }
-        if stopped == Stopped::No && progress.aborted {
-            stopped = Stopped::ByUser;
-        }
         let answer = child
             .inspect(|messages| {
                 messages.iter().rev().find_map(|m| match m {
@@ -359,11 +375,6 @@ impl Subagents {
             None => Err("it gave no answer".to_string()),
             Some(a) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
                 let why = a.error_message.clone().unwrap_or_else(|| "it failed".into());
-                let why = if stopped == Stopped::ByUser {
-                    "the user stopped it".to_string()
-                } else {
-                    why
-                };
                 match a.text().trim() {
                     "" => Err(why),
                     text => Err(format!("{why}. What it had said:\n\n{text}")),
@@ -458,7 +469,6 @@ struct Progress {
     tool: Option<String>,
     calls: usize,
     usage: Usage,
-    aborted: bool,
     /// Something the line shows changed since it was last sent.
     changed: bool,
     subagent: SubagentRef,
@@ -472,7 +482,6 @@ impl Progress {
             tool: None,
             calls: 0,
             usage: Usage::default(),
-            aborted: false,
             changed: true,
             subagent: subagent.clone(),
         }
@@ -493,7 +502,6 @@ impl Progress {
                 message: AgentMessage::Assistant(answer),
             } => {
                 self.usage.add(&answer.usage);
-                self.aborted = answer.stop_reason == StopReason::Aborted;
                 self.changed = true;
             }
             _ => {}

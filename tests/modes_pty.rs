@@ -77,3 +77,59 @@ fn shift_tab_plans_and_an_accepted_plan_is_implemented_in_default_mode() {
     assert!(tools.contains(&"write".to_string()), "{tools:?}");
     assert!(!tools.contains(&"submit_plan".to_string()), "{tools:?}");
 }
+
+/// Two subagents in the TUI: each shows as a live line under its `task` call; one's question
+/// is asked in the parent's UI naming it; Ctrl+G shows the other's transcript, where Esc stops
+/// that child alone and the parent goes on.
+#[test]
+fn subagents_are_seen_asked_for_and_stopped_one_by_one() {
+    let rt = runtime();
+    let task = |job: &str| {
+        json!({"description": format!("job {job}"), "prompt": format!("Job {job}: do it."), "agent": "worker"})
+    };
+    let server = rt
+        .block_on(MockServer::start(Script {
+            replies: vec![
+                Reply::default()
+                    .with_tool_call("task", task("A"))
+                    .with_tool_call("task", task("B")),
+                Reply::tool_call("fetch", json!({"url": "http://127.0.0.1:9/secret"}))
+                    .for_request("Job A:"),
+                Reply::tool_call(
+                    "bash",
+                    json!({"command": "while [ ! -e never ]; do sleep 0.05; done"}),
+                )
+                .for_request("Job B:"),
+                Reply::text("A was refused.").for_request("Job A:"),
+                Reply::text("Parent done."),
+            ],
+        }))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("agents")).unwrap();
+    std::fs::write(
+        home.path().join("agents/worker.md"),
+        "---\nname: worker\ndescription: works\ntools: read, bash, fetch\n---\nDo the job.\n",
+    )
+    .unwrap();
+    let mut session = Session::start_in(&server, &[], (40, 110), (dir, home));
+    session.wait_for("Type a message");
+    session.type_text("fan out");
+    session.send("\r");
+    // A's question, in the parent's UI, naming the child.
+    session.wait_for("(subagent worker-");
+    session.wait_for("· running bash ·");
+    session.send("n");
+    session.wait_for("A was refused.");
+    // Ctrl+G: the running child (B) is shown first.
+    session.send("\x07");
+    session.wait_for("(running) · Enter steers it");
+    session.send("\x1b");
+    session.wait_for("the main agent goes on");
+    session.wait_for("Parent done.");
+    let screen = session.contents();
+    assert!(screen.contains("the user stopped it"), "{screen}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "B made no second request");
+}

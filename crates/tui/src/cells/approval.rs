@@ -28,7 +28,11 @@ pub fn question_lines(
         &Line::from(vec![
             Span::styled("? ", accent.add_modifier(Modifier::BOLD)),
             Span::styled(
-                format!("Allow {}?", request.tool_name),
+                match &request.subagent {
+                    // A child's call: say which child asks.
+                    Some(child) => format!("Allow {} (subagent {})?", request.tool_name, child.id),
+                    None => format!("Allow {}?", request.tool_name),
+                },
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::styled(format!(" {}", request.reason), accent),
