@@ -254,6 +254,7 @@ fn rows(tree: &SessionTree) -> Vec<TreeRow> {
             text: node.text.clone(),
             label: node.label.clone(),
             checkpoints: node.checkpoints,
+            subagents: node.subagents.iter().map(|s| s.id.clone()).collect(),
             on_path: path.contains(&i),
             current: tree.current == Some(i),
         });

@@ -264,6 +264,19 @@ async fn steering_one_child_reaches_only_its_next_request() {
     assert_eq!(unknown["success"], false, "{unknown}");
     std::fs::write(env.work.path().join("go"), "").unwrap();
     rpc.event("agent_end");
+    // The tree lists the children under the reply that started them, with their files.
+    let tree = rpc.call(5, json!({"type": "get_tree"}));
+    let listed: Vec<Value> = tree["data"]["tree"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|n| n["subagents"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(listed.len(), 2, "{tree}");
+    for child in &listed {
+        let path = child["session"].as_str().unwrap();
+        assert!(std::path::Path::new(path).exists(), "{path}");
+    }
     rpc.finish();
     let requests = server.requests();
     let of = |job: &str| -> Vec<String> {

@@ -12,7 +12,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::modes::rpc_protocol::{
     Answer, CheckpointView, Command, Data, QueueEntry, QueuedRef, Request, Response, RewindView,
-    RewindWhat, RpcImage, SessionRef, State, StreamingBehavior, TreeNodeView, TreeView,
+    RewindWhat, RpcImage, SessionRef, State, StreamingBehavior, SubagentView, TreeNodeView,
+    TreeView,
 };
 use crate::setup::Setup;
 
@@ -350,6 +351,14 @@ async fn execute(setup: &Setup, command: Command) -> Result<Option<Data>, String
                     text: n.text.clone(),
                     label: n.label.clone(),
                     checkpoints: n.checkpoints,
+                    subagents: n
+                        .subagents
+                        .iter()
+                        .map(|s| SubagentView {
+                            id: s.id.clone(),
+                            session: s.session.clone(),
+                        })
+                        .collect(),
                 })
                 .collect();
             Ok(Some(Data::Tree {

@@ -318,6 +318,15 @@ pub struct TreeNodeView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     pub checkpoints: usize,
+    /// The subagents its `task` calls ran, each with its own session file.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SubagentView {
+    pub id: String,
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

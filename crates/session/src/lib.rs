@@ -49,7 +49,7 @@ pub use recorder::{Recorder, RecorderSetup};
 pub use repair::INTERRUPTED;
 pub use spill::{create_spill_dir, prune_orphan_spills, spill_dir};
 pub use timeline::{RedoStep, TimedCheckpoint, Timeline};
-pub use tree::{NodeKind, SessionTree, TreeNode, load_tree};
+pub use tree::{NodeKind, SessionTree, SubagentLink, TreeNode, load_tree};
 pub use writer::{ResumeError, SessionWriter};
 
 /// Today's date as `YYYY-MM-DD` (UTC), the date a new session's system prompt states.

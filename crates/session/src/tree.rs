@@ -38,6 +38,15 @@ pub struct TreeNode {
     pub label: Option<String>,
     /// Checkpoints taken between this node and the next one on its branch.
     pub checkpoints: usize,
+    /// The subagents its `task` calls ran, with where each one's conversation is.
+    pub subagents: Vec<SubagentLink>,
+}
+
+/// A subagent a `task` call ran: its id (`explore-1`) and its own session file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentLink {
+    pub id: String,
+    pub session: Option<String>,
 }
 
 /// See the module docs.
@@ -114,6 +123,20 @@ pub fn load_tree(path: &Path) -> io::Result<SessionTree> {
                 labels.insert(target.clone(), name.clone());
                 None
             }
+            // A `task` result names its subagent: listed under the reply that called it.
+            EntryBody::Message(AgentMessage::ToolResult(result)) => {
+                let details = result.details.as_ref();
+                let id = details.and_then(|d| d["subagent"]["id"].as_str());
+                if let (Some(a), Some(id)) = (above, id) {
+                    tree.nodes[a].subagents.push(SubagentLink {
+                        id: id.to_string(),
+                        session: details
+                            .and_then(|d| d["session"].as_str())
+                            .map(str::to_string),
+                    });
+                }
+                None
+            }
             _ => None,
         };
         match node {
@@ -127,6 +150,7 @@ pub fn load_tree(path: &Path) -> io::Result<SessionTree> {
                     children: Vec::new(),
                     label: None,
                     checkpoints: 0,
+                    subagents: Vec::new(),
                 });
                 if let Some(a) = above {
                     tree.nodes[a].children.push(i);

@@ -303,6 +303,9 @@ fn tree_item(row: &TreeRow) -> (String, String) {
             plural(row.checkpoints)
         ));
     }
+    if !row.subagents.is_empty() {
+        what.push(format!("subagents: {}", row.subagents.join(", ")));
+    }
     if row.current {
         what.push("you are here".into());
     }

@@ -169,6 +169,8 @@ pub struct TreeRow {
     pub label: Option<String>,
     /// Checkpoints taken under this node.
     pub checkpoints: usize,
+    /// The ids of the subagents its `task` calls ran.
+    pub subagents: Vec<String>,
     /// On the way from the root to the current leaf.
     pub on_path: bool,
     /// The current leaf.
