@@ -1,0 +1,155 @@
+//! `cargo bench --bench tui_subagents`: the release binary in a 120×50 pseudo-terminal while
+//! four subagents stream at once. The parent's first reply fans out four `task` calls; mock-llm
+//! then streams each child a 50 KB markdown answer in 1,000 deltas 10 ms apart (four streams
+//! at a real model's pace, together), and the parent's last reply ends with a marker. While the
+//! children stream, characters are typed into the editor one at a time and the time until each
+//! shows on screen is measured (a frame is 16 ms at 60 Hz). Reports the CPU of the whole
+//! fan-out, the key latencies, peak RSS, and the CPU over 2 s once everything is done.
+
+#[path = "common/screen.rs"]
+mod screen;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use mock_llm::{MockServer, Reply, Script};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use screen::Screen;
+
+const CHILDREN: usize = 4;
+const CHILD_BYTES: usize = 50_000;
+const CHILD_DELTAS: usize = 1_000;
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut fan_out = Reply::default();
+    let mut replies = Vec::new();
+    for n in 1..=CHILDREN {
+        fan_out = fan_out.with_tool_call(
+            "task",
+            serde_json::json!({"description": format!("part {n}"), "prompt": format!("Job {n}: summarise part {n}.")}),
+        );
+        let answer = markdown(n, CHILD_BYTES);
+        let chunk = answer.chars().count().div_ceil(CHILD_DELTAS);
+        replies.push(
+            Reply::text(answer)
+                .with_chunk_size(chunk)
+                .with_delay_ms(10)
+                .for_request(format!("Job {n}:")),
+        );
+    }
+    replies.insert(0, fan_out);
+    replies.push(Reply::text("All four parts are summarised.\n\nEND OF REPLY"));
+    let server = runtime
+        .block_on(MockServer::start(Script { replies }))
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 50,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let agent = std::env::var_os("BENCH_AGENT")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
+    let mut command = CommandBuilder::new(agent);
+    command.args(["--base-url", &server.url(), "--model", "bench"]);
+    command.cwd(work.path());
+    command.env("TERM", "xterm-256color");
+    command.env("CODING_AGENT_HOME", home.path());
+    command.env("CODING_AGENT_LOCAL_PROBES", "");
+    let mut child = pty.slave.spawn_command(command).unwrap();
+    drop(pty.slave);
+    let pid = child.process_id().unwrap();
+    let (screen, keys) = Screen::read(
+        pty.master.try_clone_reader().unwrap(),
+        pty.master.take_writer().unwrap(),
+    );
+    let wait_for = |text: &str| screen.wait(Duration::from_secs(120), |c| c.contains(text));
+    wait_for("Type a message");
+    let type_keys = |bytes: &[u8]| {
+        let mut keys = keys.lock().unwrap();
+        keys.write_all(bytes).unwrap();
+        keys.flush().unwrap();
+    };
+    let cpu_before = cpu_seconds(pid);
+    let started = Instant::now();
+    type_keys(b"go\r");
+    // The four children stream: each one's line under its task call shows it running.
+    screen.wait(Duration::from_secs(60), |c| {
+        c.matches("· thinking ·").count() + c.matches("· running").count() >= CHILDREN
+    });
+    let mut latencies = Vec::new();
+    let mut typed = String::new();
+    for c in "steeringtextxyz".chars() {
+        typed.push(c);
+        let sent = Instant::now();
+        type_keys(c.to_string().as_bytes());
+        let shown = screen.wait(Duration::from_secs(10), |s| s.contains(typed.as_str()));
+        latencies.push(shown.saturating_duration_since(sent));
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    // Take the typed text back out, so it is not sent when the run ends.
+    type_keys(b"\x03");
+    let done = wait_for("END OF REPLY");
+    let cpu = cpu_seconds(pid) - cpu_before;
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let idle = cpu_seconds(pid) - idle_before;
+    latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "four subagents streaming 50 KB each, 10 ms deltas: fan-out {:.1} s wall · CPU {:.2} s · key to screen median {:.1} ms, max {:.1} ms ({} keys) · peak RSS {:.1} MB · idle CPU over 2 s {:.2} s",
+        done.saturating_duration_since(started).as_secs_f64(),
+        cpu,
+        ms(latencies[latencies.len() / 2]),
+        ms(*latencies.last().unwrap()),
+        latencies.len(),
+        peak_rss_mb(pid),
+        idle
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn markdown(n: usize, bytes: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < bytes {
+        i += 1;
+        out.push_str(&format!("## Part {n}, section {i}\n\nThis paragraph explains step {i} with **bold** words, `inline code` and a [link](https://example.com/{i}).\n\n- first point\n- second point with `code`\n\n"));
+    }
+    out
+}
+
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    #[cfg(unix)]
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    #[cfg(not(unix))]
+    let per_second = 100.0;
+    ticks / per_second
+}
+
+fn peak_rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
