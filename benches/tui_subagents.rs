@@ -43,7 +43,9 @@ fn main() {
         );
     }
     replies.insert(0, fan_out);
-    replies.push(Reply::text("All four parts are summarised.\n\nEND OF REPLY"));
+    replies.push(Reply::text(
+        "All four parts are summarised.\n\nEND OF REPLY",
+    ));
     let server = runtime
         .block_on(MockServer::start(Script { replies }))
         .unwrap();

@@ -277,7 +277,9 @@ impl Guard {
     /// nothing can confine it, only when it is known to be read-only), never outside it.
     async fn check_plan_bash(&self, args: &Value, approvals: &Approvals<'_>) -> Result<(), String> {
         if args["escalate"].as_bool() == Some(true) {
-            return Err(format!("not run: in {PLAN}; nothing runs outside the sandbox"));
+            return Err(format!(
+                "not run: in {PLAN}; nothing runs outside the sandbox"
+            ));
         }
         self.check_bash(args, approvals).await
     }
@@ -302,9 +304,10 @@ impl Guard {
     /// Whether an extra tool (an MCP server's) says it only reads (`readOnlyHint`).
     fn read_only_tool(&self, name: &str) -> bool {
         self.extra_tools.get().is_some_and(|extra| {
-            extra.current().iter().any(|t| {
-                t.name() == name && t.concurrency() == agent_core::Concurrency::Shared
-            })
+            extra
+                .current()
+                .iter()
+                .any(|t| t.name() == name && t.concurrency() == agent_core::Concurrency::Shared)
         })
     }
 }
@@ -510,9 +513,8 @@ mod tests {
                     );
                     assert_eq!(decide(call(entry.name, "src")).await, Ok(()));
                 }
-                tools::Effect::RunsCommands
-                | tools::Effect::Informs
-                | tools::Effect::Delegates => {}
+                tools::Effect::RunsCommands | tools::Effect::Informs | tools::Effect::Delegates => {
+                }
                 tools::Effect::Fetches => {
                     // A host nobody allowed: asked, so refused where nobody can answer.
                     let fetch = ToolCall {

@@ -54,8 +54,13 @@ pub fn build(
     let summary = capabilities.summary(&policy);
     // Plan mode's promise is the kernel's: read-only whatever the configured mode, with the
     // same hidden paths and the network as configured for read-only (off by default).
-    let read_only = Policy::new(SandboxMode::ReadOnly, &workspace, &[], config.sandbox.network)
-        .hiding(Some(home.root()), &config.sandbox.deny_read);
+    let read_only = Policy::new(
+        SandboxMode::ReadOnly,
+        &workspace,
+        &[],
+        config.sandbox.network,
+    )
+    .hiding(Some(home.root()), &config.sandbox.deny_read);
     let plan_summary = capabilities.summary(&read_only);
     let planning = working.clone();
     let restriction = sandbox::Restriction::new(

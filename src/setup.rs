@@ -287,7 +287,10 @@ pub async fn build(
     if let Some(manager) = &mcp {
         agent_config.extra_tools = manager.extra_tools();
     }
-    let _ = safety.guard.extra_tools.set(agent_config.extra_tools.clone());
+    let _ = safety
+        .guard
+        .extra_tools
+        .set(agent_config.extra_tools.clone());
     agent_config.mode = working;
     // Plan mode ends with a plan: only when the model has the tool to present one.
     agent_config.plan = agent_config

@@ -172,8 +172,7 @@ impl Subagents {
             .filter(|name| definition.allows(name))
             .filter(|name| *name != tools::SUBMIT_PLAN)
             .filter(|name| {
-                *name != tools::TASK
-                    || (definition.tools.is_some() && self.depth + 2 <= MAX_DEPTH)
+                *name != tools::TASK || (definition.tools.is_some() && self.depth + 2 <= MAX_DEPTH)
             })
             .cloned()
             .collect()
@@ -310,7 +309,10 @@ impl Subagents {
             (Err(why), _) => Ok(ToolOutput {
                 details: Some(details),
                 is_error: true,
-                ..ToolOutput::text(format!("The subagent {} did not finish: {why}", subagent.id))
+                ..ToolOutput::text(format!(
+                    "The subagent {} did not finish: {why}",
+                    subagent.id
+                ))
             }),
         }
     }
@@ -374,7 +376,10 @@ impl Subagents {
         let answer = match answer {
             None => Err("it gave no answer".to_string()),
             Some(a) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
-                let why = a.error_message.clone().unwrap_or_else(|| "it failed".into());
+                let why = a
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "it failed".into());
                 match a.text().trim() {
                     "" => Err(why),
                     text => Err(format!("{why}. What it had said:\n\n{text}")),
@@ -431,13 +436,8 @@ impl Subagents {
         // and `/resume` list, and removed with the parent's file.
         let n = self.registry.next.load(Ordering::Relaxed);
         let path = dir.join(format!("{n:04}_{}.jsonl", subagent.id));
-        let writer = SessionWriter::create_at(
-            &kit.home,
-            &path,
-            &kit.cwd,
-            model,
-            ThinkingLevel::Off,
-        );
+        let writer =
+            SessionWriter::create_at(&kit.home, &path, &kit.cwd, model, ThinkingLevel::Off);
         let recorder = Recorder::spawn(
             child.subscribe_settled(),
             Some(writer),

@@ -54,7 +54,16 @@ async fn print_mode_prints_the_final_answer_after_a_tool_round_trip() {
     assert_eq!(
         tools,
         [
-            "read", "write", "edit", "bash", "grep", "find", "ls", "fetch", "update_plan", "task"
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "fetch",
+            "update_plan",
+            "task"
         ]
     );
     assert_eq!(env.sessions().len(), 1, "the session was saved");

@@ -19,7 +19,12 @@ fn offered(server: &mock_llm::MockServer, n: usize) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string())
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect()
 }
 
@@ -68,7 +73,11 @@ async fn plan_mode_changes_nothing_by_any_path() {
     ])
     .await;
     let out = env
-        .run_confined(Some(&server), &["--start-mode", "plan", "-p", "plan it"], "")
+        .run_confined(
+            Some(&server),
+            &["--start-mode", "plan", "-p", "plan it"],
+            "",
+        )
         .await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -83,14 +92,21 @@ async fn plan_mode_changes_nothing_by_any_path() {
     // What the model was told at each attempt.
     let tools = offered(&server, 0);
     assert!(tools.contains(&"submit_plan".to_string()), "{tools:?}");
-    assert!(!tools.iter().any(|t| t == "write" || t == "edit"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "write" || t == "edit"),
+        "{tools:?}"
+    );
     let system = server.requests()[0].body["messages"][0]["content"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(system.contains("You are in plan mode"), "{system}");
     for n in [1, 2] {
-        assert!(tool_result(&server, n).contains("not found"), "{}", tool_result(&server, n));
+        assert!(
+            tool_result(&server, n).contains("not found"),
+            "{}",
+            tool_result(&server, n)
+        );
     }
     assert!(
         tool_result(&server, 5).contains("nothing runs outside the sandbox"),
@@ -104,7 +120,11 @@ async fn plan_mode_changes_nothing_by_any_path() {
     );
     // Reading still works in plan mode.
     if something_confines() {
-        assert!(tool_result(&server, 7).contains("original"), "{}", tool_result(&server, 7));
+        assert!(
+            tool_result(&server, 7).contains("original"),
+            "{}",
+            tool_result(&server, 7)
+        );
     } else {
         // Nothing here confines commands: a command not known to be read-only does not run.
         assert!(
@@ -112,7 +132,11 @@ async fn plan_mode_changes_nothing_by_any_path() {
             "{}",
             tool_result(&server, 3)
         );
-        assert!(tool_result(&server, 7).contains("original"), "{}", tool_result(&server, 7));
+        assert!(
+            tool_result(&server, 7).contains("original"),
+            "{}",
+            tool_result(&server, 7)
+        );
     }
     assert_eq!(server.requests().len(), 8);
 }
@@ -125,7 +149,10 @@ async fn outside_plan_mode_the_same_commands_write() {
     std::fs::write(work.join("a.txt"), "original\n").unwrap();
     let server = serve(vec![
         Reply::tool_call("bash", json!({"command": "echo pwned > b.txt"})),
-        Reply::tool_call("bash", json!({"command": "sed -i s/original/changed/ a.txt"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "sed -i s/original/changed/ a.txt"}),
+        ),
         Reply::text("Done."),
     ])
     .await;
@@ -159,10 +186,18 @@ async fn a_plan_run_ending_without_a_plan_is_reminded_to_present_one() {
     assert_eq!(text(&out.stdout).trim(), "Refactor x.");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
-    let last = requests[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "user");
     assert!(
-        last["content"].as_str().unwrap().contains("have not presented a plan"),
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("have not presented a plan"),
         "{last}"
     );
     assert!(requests.iter().all(|r| r.body.get("tool_choice").is_none()));
@@ -171,7 +206,12 @@ async fn a_plan_run_ending_without_a_plan_is_reminded_to_present_one() {
 /// The `nth` event of `kind` (from 1), whether it came before a response or comes later.
 fn nth_event(rpc: &mut Rpc, kind: &str, nth: usize) -> serde_json::Value {
     loop {
-        let seen: Vec<_> = rpc.seen.iter().filter(|v| v["type"] == kind).cloned().collect();
+        let seen: Vec<_> = rpc
+            .seen
+            .iter()
+            .filter(|v| v["type"] == kind)
+            .cloned()
+            .collect();
         if let Some(event) = seen.get(nth - 1) {
             return event.clone();
         }
@@ -186,7 +226,10 @@ async fn a_deadline_stops_the_run_kills_its_command_and_exits_124() {
     let env = Env::new();
     let pid_file = env.work.path().join("sleep.pid");
     let server = serve(vec![
-        Reply::tool_call("bash", json!({"command": "echo $$ > sleep.pid; exec sleep 60"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "echo $$ > sleep.pid; exec sleep 60"}),
+        ),
         Reply::text("never asked"),
     ])
     .await;
@@ -231,7 +274,10 @@ async fn rpc_sets_the_mode_and_bounds_a_prompt() {
     assert_eq!(state["data"]["mode"], "plan", "{state}");
     let bad = rpc.call(3, json!({"type": "set_mode", "mode": "yolo"}));
     assert_eq!(bad["success"], false, "{bad}");
-    rpc.call(4, json!({"type": "prompt", "message": "hi", "deadline": "1s"}));
+    rpc.call(
+        4,
+        json!({"type": "prompt", "message": "hi", "deadline": "1s"}),
+    );
     let end = nth_event(&mut rpc, "agent_end", 1);
     assert_eq!(end["summary"]["stopped_by"], "deadline", "{end}");
     rpc.call(5, json!({"type": "set_mode", "mode": "auto-edit"}));
@@ -239,7 +285,11 @@ async fn rpc_sets_the_mode_and_bounds_a_prompt() {
     rpc.finish();
     // The session remembers the mode it was left in.
     let out = env
-        .run(Some(&server), &["--continue", "--mode", "json", "again"], "")
+        .run(
+            Some(&server),
+            &["--continue", "--mode", "json", "again"],
+            "",
+        )
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let session = std::fs::read_to_string(&env.sessions()[0]).unwrap();

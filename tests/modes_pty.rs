@@ -18,7 +18,12 @@ fn tool_names(body: &serde_json::Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string())
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect()
 }
 
@@ -68,7 +73,12 @@ fn shift_tab_plans_and_an_accepted_plan_is_implemented_in_default_mode() {
     assert!(screen.contains("  2. Add a test."), "{screen}");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    let last = requests[2].body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(
         last["content"].as_str().unwrap(),
         format!("Implement this plan:\n\n{plan}")
@@ -84,9 +94,7 @@ fn shift_tab_plans_and_an_accepted_plan_is_implemented_in_default_mode() {
 #[test]
 fn subagents_are_seen_asked_for_and_stopped_one_by_one() {
     let rt = runtime();
-    let task = |job: &str| {
-        json!({"description": format!("job {job}"), "prompt": format!("Job {job}: do it."), "agent": "worker"})
-    };
+    let task = |job: &str| json!({"description": format!("job {job}"), "prompt": format!("Job {job}: do it."), "agent": "worker"});
     let server = rt
         .block_on(MockServer::start(Script {
             replies: vec![

@@ -24,7 +24,8 @@ fn with_worker(env: &Env) {
 }
 
 fn task(job: &str, agent: Option<&str>) -> Value {
-    let mut args = json!({"description": format!("do {job}"), "prompt": format!("Job {job}: do it.")});
+    let mut args =
+        json!({"description": format!("do {job}"), "prompt": format!("Job {job}: do it.")});
     if let Some(agent) = agent {
         args["agent"] = json!(agent);
     }
@@ -99,8 +100,14 @@ async fn two_children_run_at_once_and_the_parent_keeps_only_their_answers() {
     let env = Env::new();
     let server = serve(vec![
         fan_out(&["A", "B"], None),
-        child("A", Reply::tool_call("bash", json!({"command": "sleep 2; echo child-a-output"}))),
-        child("B", Reply::tool_call("bash", json!({"command": "sleep 2; echo child-b-output"}))),
+        child(
+            "A",
+            Reply::tool_call("bash", json!({"command": "sleep 2; echo child-a-output"})),
+        ),
+        child(
+            "B",
+            Reply::tool_call("bash", json!({"command": "sleep 2; echo child-b-output"})),
+        ),
         child("A", Reply::text("A found it in src/a.rs")),
         child("B", Reply::text("B found it in src/b.rs")),
         Reply::text("Both answered."),
@@ -115,7 +122,10 @@ async fn two_children_run_at_once_and_the_parent_keeps_only_their_answers() {
         .filter(|e| e["type"] == "subagent")
         .map(|e| e["subagent"]["id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["explore-1", "explore-2"]);
+    assert_eq!(
+        ids.into_iter().collect::<Vec<_>>(),
+        ["explore-1", "explore-2"]
+    );
     // Both commands started before either ended: they ran at the same time.
     let order: Vec<(String, String)> = events
         .iter()
@@ -134,7 +144,9 @@ async fn two_children_run_at_once_and_the_parent_keeps_only_their_answers() {
         .collect();
     assert_eq!(order.len(), 4, "{order:?}");
     assert!(
-        order[..2].iter().all(|(kind, _)| kind == "tool_execution_start"),
+        order[..2]
+            .iter()
+            .all(|(kind, _)| kind == "tool_execution_start"),
         "{order:?}"
     );
     // The parent's second request has both answers as the task results.
@@ -147,13 +159,19 @@ async fn two_children_run_at_once_and_the_parent_keeps_only_their_answers() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(results, ["A found it in src/a.rs", "B found it in src/b.rs"]);
+    assert_eq!(
+        results,
+        ["A found it in src/a.rs", "B found it in src/b.rs"]
+    );
     // The child's events say what it ran; the parent's session has none of it.
     let a = child_events(&events, "explore-1");
     assert!(a.iter().any(|e| e["type"] == "tool_execution_start"));
     let parent = std::fs::read_to_string(&env.sessions()[0]).unwrap();
     assert!(parent.contains("A found it in src/a.rs"), "{parent}");
-    assert!(!parent.contains("child-a-output"), "a child's work leaked into the parent");
+    assert!(
+        !parent.contains("child-a-output"),
+        "a child's work leaked into the parent"
+    );
     assert!(!parent.contains(r#""type":"subagent""#), "{parent}");
     let children = child_sessions(&env);
     assert_eq!(children.len(), 2, "{children:?}");
@@ -179,9 +197,7 @@ async fn an_abort_stops_every_child_and_its_command_and_pairs_every_call() {
     let env = Env::new();
     with_worker(&env);
     let work = env.work.path().to_path_buf();
-    let wait = |job: &str| {
-        json!({"command": format!("echo $$ > {job}.pid; exec sleep 60")})
-    };
+    let wait = |job: &str| json!({"command": format!("echo $$ > {job}.pid; exec sleep 60")});
     let server = serve(vec![
         fan_out(&["A", "B"], Some("worker")),
         child("A", Reply::tool_call("bash", wait("A"))),
@@ -203,7 +219,10 @@ async fn an_abort_stops_every_child_and_its_command_and_pairs_every_call() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     for pid in [a, b] {
         // SAFETY: a signal 0 probe of a pid this test read.
-        assert!(unsafe { libc::kill(pid, 0) } != 0, "command {pid} outlived the abort");
+        assert!(
+            unsafe { libc::kill(pid, 0) } != 0,
+            "command {pid} outlived the abort"
+        );
     }
     assert_paired(&env.sessions()[0]);
     let children = child_sessions(&env);
@@ -254,7 +273,11 @@ async fn steering_one_child_reaches_only_its_next_request() {
         .map(|e| e["subagent"]["id"].as_str().unwrap().to_string())
         .expect("A's job was seen");
     let state = rpc.call(2, json!({"type": "get_state"}));
-    assert_eq!(state["data"]["subagents"].as_array().unwrap().len(), 2, "{state}");
+    assert_eq!(
+        state["data"]["subagents"].as_array().unwrap().len(),
+        2,
+        "{state}"
+    );
     let steered = rpc.call(
         3,
         json!({"type": "subagent_steer", "subagent": a_id, "message": "Also check the tests."}),
@@ -288,7 +311,12 @@ async fn steering_one_child_reaches_only_its_next_request() {
                     .unwrap()
                     .iter()
                     .find(|m| m["role"] == "user")
-                    .is_some_and(|m| m["content"].as_str().unwrap_or_default().starts_with(&format!("Job {job}:")))
+                    .is_some_and(|m| {
+                        m["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .starts_with(&format!("Job {job}:"))
+                    })
             })
             .map(|r| r.body.to_string())
             .collect()
@@ -310,8 +338,14 @@ async fn a_child_does_no_more_than_its_read_only_parent() {
     let work = env.work.path();
     let server = serve(vec![
         fan_out(&["A"], Some("worker")),
-        child("A", Reply::tool_call("write", json!({"path": "x.txt", "content": "pwned"}))),
-        child("A", Reply::tool_call("bash", json!({"command": "echo pwned > y.txt"}))),
+        child(
+            "A",
+            Reply::tool_call("write", json!({"path": "x.txt", "content": "pwned"})),
+        ),
+        child(
+            "A",
+            Reply::tool_call("bash", json!({"command": "echo pwned > y.txt"})),
+        ),
         child("A", Reply::text("I could not write.")),
         Reply::text("The worker could not write."),
     ])
@@ -320,7 +354,10 @@ async fn a_child_does_no_more_than_its_read_only_parent() {
         .run_confined(Some(&server), &["--sandbox", "read-only", "-p", "go"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!work.join("x.txt").exists(), "the child's write went through");
+    assert!(
+        !work.join("x.txt").exists(),
+        "the child's write went through"
+    );
     if writes_are_confined() {
         assert!(!work.join("y.txt").exists(), "the child's command wrote");
     }

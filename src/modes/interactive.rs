@@ -400,7 +400,10 @@ fn safety_status(setup: &Setup) -> String {
              be read-only run in it.",
         );
     } else {
-        text.push_str(&format!("\nPlan mode: commands run read-only ({}).", plan.label));
+        text.push_str(&format!(
+            "\nPlan mode: commands run read-only ({}).",
+            plan.label
+        ));
     }
     text.push_str(&format!("\nRepository: {}", setup.trust));
     text.push_str("\ncoding-agent doctor explains what this machine offers.");

@@ -217,9 +217,11 @@ impl Agent {
     /// answered like this agent's own (`approval_requested`, [`Agent::decide`]); an abort, the
     /// end of the run or a stopped agent answers with a denial.
     pub async fn ask_user(&self, request: crate::ApprovalRequest) -> crate::ApprovalDecision {
-        self.relay_question(request).await.unwrap_or(crate::ApprovalDecision::Deny {
-            reason: Some("the agent stopped".into()),
-        })
+        self.relay_question(request)
+            .await
+            .unwrap_or(crate::ApprovalDecision::Deny {
+                reason: Some("the agent stopped".into()),
+            })
     }
 
     async fn relay_question(

@@ -9,9 +9,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, QueuedMessage, RunStop,
-};
+use crate::{AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, QueuedMessage, RunStop};
 
 /// What a run sends to its agent.
 pub(crate) enum Internal {

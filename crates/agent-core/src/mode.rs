@@ -120,6 +120,11 @@ mod tests {
         }
         assert_eq!(mode, Mode::Default);
         assert_eq!(seen, Mode::ALL);
-        assert!("planning".parse::<Mode>().unwrap_err().contains("default, auto-edit, plan"));
+        assert!(
+            "planning"
+                .parse::<Mode>()
+                .unwrap_err()
+                .contains("default, auto-edit, plan")
+        );
     }
 }

@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::redact::Redactor;
 use crate::{
     AgentEvent, AgentMessage, ApprovalDecision, ApprovalRequest, Checkpointer, Compactor,
-    ExtraTools, Hooks, Mode, ModeSwitch, NoHooks, PlanMode, QueueMode, QueuedMessage,
-    ResetReason, Tool, ToolRequirement,
+    ExtraTools, Hooks, Mode, ModeSwitch, NoHooks, PlanMode, QueueMode, QueuedMessage, ResetReason,
+    Tool, ToolRequirement,
 };
 
 /// How an agent starts.

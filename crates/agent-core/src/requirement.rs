@@ -231,14 +231,19 @@ mod tests {
         let mut gate = SoftGate::new(Some(required(RequireWhen::Now)));
         gate.reminder(None);
         for n in 1..=MAX_ESCALATIONS {
-            assert!(matches!(gate.judge(&reply(&["bash"]), None), Verdict::Escalate { .. }));
+            assert!(matches!(
+                gate.judge(&reply(&["bash"]), None),
+                Verdict::Escalate { .. }
+            ));
             assert_eq!(
                 gate.tool_choice(None),
                 Some(ToolChoice::Tool("submit_plan".into())),
                 "escalation {n}"
             );
         }
-        assert!(matches!(gate.judge(&reply(&[]), None), Verdict::GiveUp(e) if e.contains("forced 3 times")));
+        assert!(
+            matches!(gate.judge(&reply(&[]), None), Verdict::GiveUp(e) if e.contains("forced 3 times"))
+        );
     }
 
     #[test]
@@ -252,8 +257,14 @@ mod tests {
         assert_eq!(gate.judge(&reply(&["read"]), other.as_ref()), Verdict::Free);
         // `required` still allows the tool: the gate works under it.
         let any = Some(ToolChoice::Required);
-        assert!(matches!(gate.judge(&reply(&["read"]), any.as_ref()), Verdict::Escalate { .. }));
-        assert_eq!(gate.tool_choice(any.as_ref()), Some(ToolChoice::Tool("submit_plan".into())));
+        assert!(matches!(
+            gate.judge(&reply(&["read"]), any.as_ref()),
+            Verdict::Escalate { .. }
+        ));
+        assert_eq!(
+            gate.tool_choice(any.as_ref()),
+            Some(ToolChoice::Tool("submit_plan".into()))
+        );
     }
 
     #[test]

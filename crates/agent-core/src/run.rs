@@ -130,7 +130,13 @@ impl RunContext {
     /// The tools offered in the current mode.
     fn offered(&self, tools: &[Arc<dyn Tool>]) -> Arc<Vec<Arc<dyn Tool>>> {
         let mode = self.mode.get();
-        Arc::new(tools.iter().filter(|t| t.offered_in(mode)).cloned().collect())
+        Arc::new(
+            tools
+                .iter()
+                .filter(|t| t.offered_in(mode))
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Opens the next turn.
@@ -320,8 +326,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                         }
                         Verdict::GiveUp(error) => {
                             let _ = io.stopped_by.set(RunStop::RequirementUnmet);
-                            let results =
-                                not_run_all(&calls, ToolOutcome::Skipped, &error, &io);
+                            let results = not_run_all(&calls, ToolOutcome::Skipped, &error, &io);
                             let note = AgentMessage::notice(format!("Stopped: {error}."));
                             for result in &results {
                                 let message = AgentMessage::ToolResult(result.clone());
@@ -343,7 +348,8 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                         "Not run: `{required}` must be called first. Call it now; issue this \
                          call again afterwards if it is still needed."
                     );
-                    let mut results = not_run_all(&skipped, ToolOutcome::Skipped, &skip_reason, &io);
+                    let mut results =
+                        not_run_all(&skipped, ToolOutcome::Skipped, &skip_reason, &io);
                     let toolbox = Toolbox {
                         tools: &tools,
                         hooks: ctx.hooks.as_ref(),

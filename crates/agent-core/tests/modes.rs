@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentMessage, Concurrency, MAX_ESCALATIONS, Mode, ModeSwitch, PlanMode,
-    RequireWhen, RunStop, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput,
-    ToolRequirement,
+    RequireWhen, RunStop, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolRequirement,
 };
 use async_trait::async_trait;
 use llm::{StopReason, ToolChoice};
@@ -169,7 +168,10 @@ async fn a_text_answer_instead_of_the_call_is_nudged_and_forced() {
         [None, Some(ToolChoice::Tool("submit_plan".into()))]
     );
     let messages = h.messages().await;
-    assert_eq!(user_texts(&messages).last().unwrap(), "Call `submit_plan` now.");
+    assert_eq!(
+        user_texts(&messages).last().unwrap(),
+        "Call `submit_plan` now."
+    );
     assert_eq!(h.summaries()[0].stopped_by, None);
 }
 
@@ -222,14 +224,21 @@ async fn plan_mode_withholds_writers_and_asks_for_the_plan_before_the_end() {
     for call in 0..3 {
         assert_eq!(offered(&h, call), ["echo", "submit_plan"], "call {call}");
         let system = &h.provider.contexts()[call].system_prompt;
-        assert!(system.ends_with("PLAN MODE: investigate and propose."), "{system}");
+        assert!(
+            system.ends_with("PLAN MODE: investigate and propose."),
+            "{system}"
+        );
     }
     let messages = h.messages().await;
     assert_eq!(
         user_texts(&messages),
         ["plan it", "Present your plan with submit_plan."]
     );
-    assert_eq!(choices(&h), [None, None, None], "the model complied: nothing forced");
+    assert_eq!(
+        choices(&h),
+        [None, None, None],
+        "the model complied: nothing forced"
+    );
     assert_eq!(h.agent.snapshot().await.unwrap().mode, Mode::Plan);
     // Back in default mode the writers are offered and no plan is required.
     h.agent.set_mode(Mode::Default);
@@ -242,10 +251,12 @@ async fn plan_mode_withholds_writers_and_asks_for_the_plan_before_the_end() {
 /// paired — and the run's summary says the deadline stopped it.
 #[tokio::test]
 async fn a_deadline_ends_the_run_like_an_abort_and_says_so() {
-    let mut h = harness(vec![ReplyScript::new()
-        .call("c1", "wait", "{}")
-        .call("c2", "wait", "{}")
-        .done(StopReason::ToolUse)])
+    let mut h = harness(vec![
+        ReplyScript::new()
+            .call("c1", "wait", "{}")
+            .call("c2", "wait", "{}")
+            .done(StopReason::ToolUse),
+    ])
     .tool("wait", Concurrency::Shared, Behaviour::WaitForAbort)
     .spawn();
     h.agent
@@ -255,7 +266,10 @@ async fn a_deadline_ends_the_run_like_an_abort_and_says_so() {
     h.settle().await;
     let summary = h.summaries().pop().unwrap();
     assert_eq!(summary.stopped_by, Some(RunStop::Deadline));
-    assert_eq!(summary.count(ToolOutcome::Aborted) + summary.count(ToolOutcome::Error), 2);
+    assert_eq!(
+        summary.count(ToolOutcome::Aborted) + summary.count(ToolOutcome::Error),
+        2
+    );
     assert_paired(&h.messages().await);
     // The next run has no deadline of its own.
     let mut h2 = harness(vec![ReplyScript::new().hang()])
@@ -269,5 +283,8 @@ async fn a_deadline_ends_the_run_like_an_abort_and_says_so() {
         panic!("{messages:?}")
     };
     assert_eq!(last.stop_reason, StopReason::Aborted);
-    assert_eq!(last.error_message.as_deref(), Some("The run's deadline passed"));
+    assert_eq!(
+        last.error_message.as_deref(),
+        Some("The run's deadline passed")
+    );
 }

@@ -152,9 +152,10 @@ impl AgentDefinitions {
                         found.agents.retain(|a| a.name != definition.name);
                         found.agents.push(definition);
                     }
-                    Err(problem) => found
-                        .problems
-                        .push(format!("{}: {problem}; the agent is not used", path.display())),
+                    Err(problem) => found.problems.push(format!(
+                        "{}: {problem}; the agent is not used",
+                        path.display()
+                    )),
                 }
             }
         }
@@ -180,7 +181,10 @@ impl AgentDefinitions {
 fn read(path: &Path, origin: Origin) -> Result<(AgentDefinition, Vec<String>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
     let (meta, body): (Meta, &str) = frontmatter::split(&text)?;
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
     let name = meta.name.unwrap_or_else(|| stem.to_string());
     let valid = !name.is_empty()
         && name
@@ -256,7 +260,11 @@ mod tests {
             ".claude/agents/fixer.md",
             "---\ndescription: fixes\ntools: [read, edit, Task]\nmodel: anthropic/claude-sonnet-4-5\n---\nFix it.\n",
         );
-        write(repo.path(), ".coding-agent/agents/empty.md", "---\nname: empty\n---\n\n");
+        write(
+            repo.path(),
+            ".coding-agent/agents/empty.md",
+            "---\nname: empty\n---\n\n",
+        );
         let untrusted = AgentDefinitions::load(home.path(), None);
         let names: Vec<&str> = untrusted.agents.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["explore", "reviewer"]);
@@ -277,7 +285,10 @@ mod tests {
         assert_eq!(fixer.origin, Origin::Project);
         assert!(trusted.get("empty").is_none());
         assert!(
-            trusted.problems.iter().any(|p| p.contains("empty.md: the body")),
+            trusted
+                .problems
+                .iter()
+                .any(|p| p.contains("empty.md: the body")),
             "{:?}",
             trusted.problems
         );

@@ -140,8 +140,12 @@ mod tests {
             ..StreamOptions::default()
         };
         match api {
-            Api::OpenaiCompletions => crate::openai_completions::request_body(&model, &context, &options),
-            Api::OpenaiResponses => crate::openai_responses::request_body(&model, &context, &options),
+            Api::OpenaiCompletions => {
+                crate::openai_completions::request_body(&model, &context, &options)
+            }
+            Api::OpenaiResponses => {
+                crate::openai_responses::request_body(&model, &context, &options)
+            }
             Api::AnthropicMessages => crate::anthropic::request_body(&model, &context, &options),
         }
     }
@@ -153,18 +157,46 @@ mod tests {
         let forced = Some(ToolChoice::Tool("submit_plan".into()));
         let off = ThinkingLevel::Off;
         let cases = [
-            (Api::OpenaiCompletions, json!({"type": "function", "function": {"name": "submit_plan"}}), json!("none")),
-            (Api::OpenaiResponses, json!({"type": "function", "name": "submit_plan"}), json!("none")),
-            (Api::AnthropicMessages, json!({"type": "tool", "name": "submit_plan"}), json!({"type": "none"})),
+            (
+                Api::OpenaiCompletions,
+                json!({"type": "function", "function": {"name": "submit_plan"}}),
+                json!("none"),
+            ),
+            (
+                Api::OpenaiResponses,
+                json!({"type": "function", "name": "submit_plan"}),
+                json!("none"),
+            ),
+            (
+                Api::AnthropicMessages,
+                json!({"type": "tool", "name": "submit_plan"}),
+                json!({"type": "none"}),
+            ),
         ];
         for (api, tool, none) in cases {
-            assert_eq!(body(api, forced.clone(), off)["tool_choice"], tool, "{api:?}");
-            assert_eq!(body(api, Some(ToolChoice::None), off)["tool_choice"], none, "{api:?}");
+            assert_eq!(
+                body(api, forced.clone(), off)["tool_choice"],
+                tool,
+                "{api:?}"
+            );
+            assert_eq!(
+                body(api, Some(ToolChoice::None), off)["tool_choice"],
+                none,
+                "{api:?}"
+            );
             assert!(body(api, None, off).get("tool_choice").is_none(), "{api:?}");
         }
         // Anthropic refuses thinking with a forced tool: the forced request goes without it.
         let api = Api::AnthropicMessages;
-        assert!(body(api, forced, ThinkingLevel::High).get("thinking").is_none());
-        assert!(body(api, None, ThinkingLevel::High).get("thinking").is_some());
+        assert!(
+            body(api, forced, ThinkingLevel::High)
+                .get("thinking")
+                .is_none()
+        );
+        assert!(
+            body(api, None, ThinkingLevel::High)
+                .get("thinking")
+                .is_some()
+        );
     }
 }

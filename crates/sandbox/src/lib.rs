@@ -54,8 +54,8 @@ pub use linux::child::Trial;
 pub use linux::probe::Facts;
 pub use planted::Planted;
 pub use policy::{AGENT_HOME_READABLE, Policy, SandboxMode, UnknownSandboxMode, WRITABLE_DEVICES};
-pub use restriction::Restriction;
 pub use probe::{Backend, Capabilities, Level, MountNs, ReportLine, Status, Summary, probe};
+pub use restriction::Restriction;
 pub use rules::{
     ApprovalStore, AskReason, Decision, ProjectRules, WEB_RULE, suggest_prefix, web_rule,
     web_rule_private,

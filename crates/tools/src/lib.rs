@@ -37,12 +37,12 @@ pub use fetch::{FetchOptions, FetchTool, HostAllowed, host_of, is_private};
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
-#[cfg(unix)]
-pub use platform::process::group_alive;
 pub use plan::{
     Checklist, PlanStep, SUBMIT_PLAN, StepStatus, SubmitPlanTool, UPDATE_PLAN, UpdatePlanTool,
     submitted_plan,
 };
+#[cfg(unix)]
+pub use platform::process::group_alive;
 pub use read::ReadTool;
 pub use registry::{
     Effect, PATH_ARGUMENT, REGISTRY, ToolEntry, UnknownTool, build, call_path, changes_files,

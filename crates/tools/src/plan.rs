@@ -219,7 +219,12 @@ mod tests {
         assert!(err.0.contains("at most one"), "{err}");
         let bad = json!({"plan": [{"step": "a", "status": "started"}]});
         assert!(UpdatePlanTool.execute(bad, ctx()).await.is_err());
-        assert!(UpdatePlanTool.execute(json!({"plan": []}), ctx()).await.is_err());
+        assert!(
+            UpdatePlanTool
+                .execute(json!({"plan": []}), ctx())
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -229,8 +234,16 @@ mod tests {
             .await
             .unwrap();
         assert!(out.terminate);
-        assert_eq!(submitted_plan(out.details.as_ref()).as_deref(), Some("1. fix"));
-        assert!(SubmitPlanTool.execute(json!({"plan": " "}), ctx()).await.is_err());
+        assert_eq!(
+            submitted_plan(out.details.as_ref()).as_deref(),
+            Some("1. fix")
+        );
+        assert!(
+            SubmitPlanTool
+                .execute(json!({"plan": " "}), ctx())
+                .await
+                .is_err()
+        );
         assert!(SubmitPlanTool.offered_in(Mode::Plan));
         assert!(!SubmitPlanTool.offered_in(Mode::Default));
         assert!(!SubmitPlanTool.offered_in(Mode::AutoEdit));

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use agent_core::Tool;
 
 use crate::fetch::FetchTool;
+use crate::paths::{FileLocks, resolve};
 use crate::plan::{SubmitPlanTool, UpdatePlanTool};
 use crate::task::TaskTool;
-use crate::paths::{FileLocks, resolve};
 use crate::{BashTool, EditTool, FindTool, GrepTool, LsTool, ReadTool, ToolOptions, WriteTool};
 
 /// What every tool of one agent is made with.

@@ -113,7 +113,9 @@ impl Tool for TaskTool {
         };
         let text = |key: &str| args[key].as_str().map(str::trim).unwrap_or_default();
         if text("prompt").is_empty() {
-            return Err(ToolError("`prompt` is empty: say what the subagent is to do.".into()));
+            return Err(ToolError(
+                "`prompt` is empty: say what the subagent is to do.".into(),
+            ));
         }
         let job = Job {
             description: text("description").to_string(),

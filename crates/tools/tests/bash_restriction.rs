@@ -41,14 +41,21 @@ async fn a_restricted_command_changes_nothing_on_any_machine() {
     let holds = Arc::new(AtomicBool::new(true));
     for capabilities in [Capabilities::none(), sandbox::probe()] {
         let confines = capabilities.summary(&policy()).level != sandbox::Level::None;
-        let tool = tool(&ws_path, Sandbox::new(policy(), capabilities), holds.clone());
+        let tool = tool(
+            &ws_path,
+            Sandbox::new(policy(), capabilities),
+            holds.clone(),
+        );
         for command in ["echo pwned > b.txt", "sed -i s/original/pwned/ a.txt"] {
             for escalate in [false, true] {
                 let args = json!({"command": command, "escalate": escalate});
                 let outcome = run(&tool, args).await;
                 if !confines {
                     let err = outcome.unwrap_err();
-                    assert!(err.contains("only commands known to be read-only run"), "{err}");
+                    assert!(
+                        err.contains("only commands known to be read-only run"),
+                        "{err}"
+                    );
                 }
             }
         }
@@ -68,6 +75,8 @@ async fn a_restricted_command_changes_nothing_on_any_machine() {
         Sandbox::new(policy(), Capabilities::none()),
         holds.clone(),
     );
-    run(&tool, json!({"command": "echo ok > b.txt"})).await.unwrap();
+    run(&tool, json!({"command": "echo ok > b.txt"}))
+        .await
+        .unwrap();
     assert!(ws_path.join("b.txt").exists());
 }

@@ -761,7 +761,8 @@ impl App {
         let Some(list) = tools::Checklist::from_details(result.details.as_ref()) else {
             return;
         };
-        let steps = |l: &tools::Checklist| l.plan.iter().map(|s| s.step.clone()).collect::<Vec<_>>();
+        let steps =
+            |l: &tools::Checklist| l.plan.iter().map(|s| s.step.clone()).collect::<Vec<_>>();
         if let Some(old) = self.checklist.take()
             && !old.is_complete()
             && steps(&old) != steps(&list)

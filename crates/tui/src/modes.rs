@@ -47,10 +47,9 @@ pub fn plan_items() -> Vec<(String, String)> {
                     "Implement it",
                     "back to default mode; the plan is sent as the next message",
                 ),
-                PlanChoice::KeepPlanning => (
-                    "Keep planning",
-                    "stay in plan mode and type what to change",
-                ),
+                PlanChoice::KeepPlanning => {
+                    ("Keep planning", "stay in plan mode and type what to change")
+                }
                 PlanChoice::Discard => ("Discard it", "stay in plan mode; nothing is sent"),
             };
             (name.to_string(), what.to_string())
@@ -105,7 +104,11 @@ pub fn checklist_text(list: &Checklist, done: bool) -> String {
     let mut text = if done {
         format!("Plan done ({} steps):", list.plan.len())
     } else {
-        format!("Plan replaced ({} of {} done):", list.done(), list.plan.len())
+        format!(
+            "Plan replaced ({} of {} done):",
+            list.done(),
+            list.plan.len()
+        )
     };
     for step in &list.plan {
         let mark = match step.status {
@@ -145,7 +148,9 @@ mod tests {
     #[test]
     fn the_pinned_checklist_follows_the_current_step_and_folds_when_done() {
         use StepStatus::*;
-        let long = list(&[Completed, Completed, Completed, InProgress, Pending, Pending, Pending]);
+        let long = list(&[
+            Completed, Completed, Completed, InProgress, Pending, Pending, Pending,
+        ]);
         let shown = text(&checklist_lines(&long, 80));
         assert_eq!(shown.len(), MAX_CHECKLIST_ROWS);
         assert_eq!(shown[0], "Plan · 3 of 7 done");

@@ -80,8 +80,15 @@ impl Subagents {
         let mut order: Vec<usize> = (0..self.list.len())
             .filter(|&i| self.list[i].running)
             .collect();
-        order.extend((0..self.list.len()).rev().filter(|&i| !self.list[i].running));
-        self.viewing = match self.viewing.and_then(|v| order.iter().position(|&i| i == v)) {
+        order.extend(
+            (0..self.list.len())
+                .rev()
+                .filter(|&i| !self.list[i].running),
+        );
+        self.viewing = match self
+            .viewing
+            .and_then(|v| order.iter().position(|&i| i == v))
+        {
             None => order.first().copied(),
             Some(at) => order.get(at + 1).copied(),
         };
@@ -168,8 +175,14 @@ mod tests {
         assert_eq!(subagents.running(), 2);
         assert_eq!(subagents.cycle().unwrap().id, "explore-1");
         let shown: Vec<String> = subagents.lines(60).iter().map(|l| l.to_string()).collect();
-        assert!(shown[0].contains("subagent explore-1 (running)"), "{shown:?}");
-        assert!(shown.iter().any(|l| l.contains("find the parser")), "{shown:?}");
+        assert!(
+            shown[0].contains("subagent explore-1 (running)"),
+            "{shown:?}"
+        );
+        assert!(
+            shown.iter().any(|l| l.contains("find the parser")),
+            "{shown:?}"
+        );
         assert_eq!(subagents.cycle().unwrap().id, "explore-2");
         assert!(subagents.cycle().is_none(), "back to the main view");
         assert!(subagents.lines(60).is_empty());

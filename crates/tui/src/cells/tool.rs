@@ -242,7 +242,10 @@ impl ToolCell {
     fn task_body(&self) -> Vec<Line<'static>> {
         let Some(result) = &self.result else {
             return match self.partial.lines().next() {
-                Some(line) => vec![Line::styled(line.to_string(), crate::theme::palette().warning)],
+                Some(line) => vec![Line::styled(
+                    line.to_string(),
+                    crate::theme::palette().warning,
+                )],
                 None => vec![Line::styled("starting…", dim())],
             };
         };
@@ -298,9 +301,11 @@ impl ToolCell {
             ToolView::Search => format!("{} matches in {} files", n("matches"), n("files")),
             ToolView::Find => format!("{} results", n("results")),
             ToolView::List => format!("{} entries", n("entries")),
-            ToolView::Shell | ToolView::Diff | ToolView::Plain | ToolView::Plan | ToolView::Task => {
-                first_line(&result.text())
-            }
+            ToolView::Shell
+            | ToolView::Diff
+            | ToolView::Plain
+            | ToolView::Plan
+            | ToolView::Task => first_line(&result.text()),
         };
         vec![Line::styled(text, dim())]
     }
