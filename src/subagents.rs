@@ -343,8 +343,9 @@ impl Subagents {
                     let end = matches!(event, AgentEvent::AgentEnd { .. });
                     self.pass_on(child, parent, subagent, &mut progress, event);
                     if end {
-                        // Idle, or a run its queued steering starts: then follow that one.
-                        let _ = child.wait_idle().await;
+                        // Done, unless its queued steering started another run (the agent
+                        // starts it before it answers anything else): then follow that one,
+                        // still passing its events on and still stoppable.
                         if !child.snapshot().await.is_ok_and(|s| s.running) {
                             while let Ok(event) = events.try_recv() {
                                 self.pass_on(child, parent, subagent, &mut progress, event);
