@@ -5,6 +5,8 @@
 //! `cargo bench --bench tui_resume -- images`: the same resume of a session of 300 turns of
 //! which 100 prompts each carry a 1 MB screenshot, against the same session without them.
 
+#[path = "common/process.rs"]
+mod process;
 #[path = "common/screen.rs"]
 mod screen;
 
@@ -18,6 +20,7 @@ use llm::{
 };
 use mock_llm::{MockServer, Script};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use process::peak_rss_mb;
 use screen::Screen;
 use session::{Home, SessionWriter};
 
@@ -265,15 +268,4 @@ fn children_peak_rss_mb() -> f64 {
         usage.assume_init()
     };
     usage.ru_maxrss as f64 / 1024.0
-}
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
 }

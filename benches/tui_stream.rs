@@ -5,6 +5,8 @@
 //! the last line is on screen, and peak RSS. `BENCH_RUNS=N` measures each case N times and
 //! adds the median; `BENCH_AGENT=<binary>` measures another build.
 
+#[path = "common/process.rs"]
+mod process;
 #[path = "common/screen.rs"]
 mod screen;
 
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use mock_llm::{MockServer, Reply, Script};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use process::{cpu_seconds, peak_rss_mb};
 use screen::Screen;
 
 const DELTAS: usize = 4_000;
@@ -256,30 +259,4 @@ fn markdown_reply(bytes: usize) -> String {
     }
     out.push_str("END OF REPLY\n");
     out
-}
-
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    #[cfg(unix)]
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    // `/proc` is Linux's: the bench measures Linux (BENCHMARKS.md).
-    #[cfg(not(unix))]
-    let per_second = 100.0;
-    ticks / per_second
-}
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
 }

@@ -6,6 +6,8 @@
 //! shows on screen is measured (a frame is 16 ms at 60 Hz). Reports the CPU of the whole
 //! fan-out, the key latencies, peak RSS, and the CPU over 2 s once everything is done.
 
+#[path = "common/process.rs"]
+mod process;
 #[path = "common/screen.rs"]
 mod screen;
 
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use mock_llm::{MockServer, Reply, Script};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use process::{cpu_seconds, peak_rss_mb};
 use screen::Screen;
 
 const CHILDREN: usize = 4;
@@ -130,28 +133,4 @@ fn markdown(n: usize, bytes: usize) -> String {
         out.push_str(&format!("## Part {n}, section {i}\n\nThis paragraph explains step {i} with **bold** words, `inline code` and a [link](https://example.com/{i}).\n\n- first point\n- second point with `code`\n\n"));
     }
     out
-}
-
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    #[cfg(unix)]
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    #[cfg(not(unix))]
-    let per_second = 100.0;
-    ticks / per_second
-}
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
 }

@@ -14,18 +14,7 @@ use serde_json::json;
 
 /// The names of the tools request `n` offered.
 fn offered(server: &mock_llm::MockServer, n: usize) -> Vec<String> {
-    let body = &server.requests()[n].body;
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            t["function"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect()
+    tool_names(&server.requests()[n].body)
 }
 
 /// The text of the tool result the model got in request `n` (its last message).

@@ -8,24 +8,11 @@
 mod common;
 
 use common::pty::{Session, runtime};
+use common::tool_names;
 use mock_llm::{MockServer, Reply, Script};
 use serde_json::json;
 
 const SHIFT_TAB: &str = "\x1b[Z";
-
-fn tool_names(body: &serde_json::Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            t["function"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect()
-}
 
 #[test]
 fn shift_tab_plans_and_an_accepted_plan_is_implemented_in_default_mode() {

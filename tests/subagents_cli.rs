@@ -389,11 +389,6 @@ async fn a_child_does_no_more_than_its_read_only_parent() {
         .run(Some(&server), &["--start-mode", "plan", "-p", "plan"], "")
         .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let child_tools: Vec<String> = server.requests()[1].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
+    let child_tools = tool_names(&server.requests()[1].body);
     assert_eq!(child_tools, ["read", "bash"], "{child_tools:?}");
 }

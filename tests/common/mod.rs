@@ -262,3 +262,18 @@ pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
         to.display()
     );
 }
+
+/// The names of the tools a chat-completions request body offers.
+pub fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
