@@ -1,7 +1,8 @@
 //! The slash commands, in one table: the `/` popup, the dispatcher and `/help` all read it, so
 //! a new command is one entry here.
 
-use crate::app::{Action, App, ChoiceKind};
+use crate::action::{Action, ChoiceKind};
+use crate::app::App;
 use crate::cells::CellKind;
 
 /// One slash command.

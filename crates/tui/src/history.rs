@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use agent_core::{OnConflict, RestoreOutcome};
 
-use crate::app::{App, ChoiceKind};
+use crate::action::ChoiceKind;
+use crate::app::App;
 use crate::cells::CellKind;
 use crate::host::{Host, RewindPoint, RewindScope, Rewinding, TreeRow};
 

@@ -319,7 +319,7 @@ fn the_cursor_waits_at_the_caret_when_idle_and_above_the_live_region_while_worki
 /// A popup listing `n` choices ("choice 1" …).
 pub(crate) fn choices(n: usize) -> crate::popup::Popup {
     crate::popup::Popup::choice(
-        crate::app::ChoiceKind::Session,
+        crate::action::ChoiceKind::Session,
         (1..=n)
             .map(|n| (format!("choice {n}"), String::new()))
             .collect(),

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
-use crate::app::{Action, App};
+use crate::action::Action;
+use crate::app::App;
 use crate::popup::Popup;
 use agent_core::QueueKind;
 
@@ -169,7 +170,7 @@ pub fn on_key(app: &mut App, input: &mut InputState, key: KeyEvent) -> Vec<Actio
                     .take()
                     .is_some_and(|t| t.elapsed() < QUIT_WINDOW)
                 {
-                    return vec![Action::Choose(crate::app::ChoiceKind::Rewind)];
+                    return vec![Action::Choose(crate::action::ChoiceKind::Rewind)];
                 }
                 input.esc_at = Some(Instant::now());
             }

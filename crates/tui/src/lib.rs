@@ -3,6 +3,7 @@
 //! Pure layers at the bottom (markdown, wrapping, highlighting, cells), state in the middle
 //! (`app`, `input`), the terminal at the top (`ui` draws, `runtime` runs the loop).
 
+pub mod action;
 pub mod app;
 mod backend;
 pub mod cells;

@@ -1,6 +1,6 @@
 //! Completion popups: slash commands, and `@` file mentions with fuzzy matching.
 
-use crate::app::ChoiceKind;
+use crate::action::ChoiceKind;
 use crate::commands;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use crate::app::{Action, App, ChoiceKind};
+use crate::action::{Action, ChoiceKind};
+use crate::app::App;
 use crate::cells::CellKind;
 use crate::editor::Draft;
 use crate::full::Full;

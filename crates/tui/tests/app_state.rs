@@ -235,7 +235,7 @@ fn question(id: u64, rule: Option<&[&str]>) -> AgentEvent {
 fn keys_answer_the_question_on_screen() {
     use agent_core::ApprovalDecision;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use tui::app::Action;
+    use tui::action::Action;
     use tui::input::{InputState, on_key};
     let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
     let mut app = App::new(Status::default());
@@ -284,7 +284,7 @@ fn keys_answer_the_question_on_screen() {
 #[test]
 fn ctrl_l_draws_the_screen_again_and_types_nothing() {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use tui::app::Action;
+    use tui::action::Action;
     use tui::input::{InputState, on_key};
     let mut app = App::new(Status::default());
     let mut input = InputState::default();

@@ -360,7 +360,7 @@ fn a_refused_command_shows_what_the_user_needs_once() {
 
 /// Every kind of popup, as the runtime fills them, on one screen after another.
 fn every_popup() -> Vec<(&'static str, Popup)> {
-    use tui::app::ChoiceKind;
+    use tui::action::ChoiceKind;
     let items = |rows: &[(&str, &str)]| -> Vec<(String, String)> {
         rows.iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
