@@ -471,8 +471,12 @@ impl Owner {
         self.withdraw_questions("the run ended");
         let cancelled = self.run_cancelled();
         // Idle before `agent_end` goes out, so a reader can prompt as soon as it sees it.
-        if let Some(stop) = self.run.take().and_then(|r| r.stopped_by.get().copied()) {
-            self.balance.stopped_by(stop);
+        if let Some(run) = self.run.take() {
+            if let Some(stop) = run.stopped_by.get() {
+                self.balance.stopped_by(*stop);
+            }
+            // Its deadline's timer, and anything still holding its token, stop with it.
+            run.cancel.cancel();
         }
         for event in self.balance.close(&self.messages) {
             self.deliver(event);
