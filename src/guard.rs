@@ -201,14 +201,21 @@ impl Guard {
         if sandbox.policy().write_allowed(&path) {
             return Ok(());
         }
-        // Auto-edit: a write in the workspace goes unasked, also under a read-only sandbox;
-        // the protected paths (.git, the agent's config) are still asked about.
-        let policy = sandbox.policy();
-        if self.working.get() == agent_core::Mode::AutoEdit
-            && path.starts_with(&policy.workspace)
-            && !policy.protected_paths().iter().any(|p| path.starts_with(p))
-        {
-            return Ok(());
+        // Auto-edit: a write the workspace-write policy allows goes unasked, also under a
+        // read-only sandbox. Its check resolves the path (`..`, symbolic links) and keeps the
+        // protected paths (.git, the agent's config) asked about.
+        if self.working.get() == agent_core::Mode::AutoEdit {
+            let policy = sandbox.policy();
+            let workspace = sandbox::Policy::new(
+                sandbox::SandboxMode::WorkspaceWrite,
+                &policy.workspace,
+                &[],
+                Some(false),
+            )
+            .hiding(policy.agent_home(), policy.deny_read());
+            if workspace.write_allowed(&path) && resolves_inside(&path, &policy.workspace) {
+                return Ok(());
+            }
         }
         // The path as the model named it (`../notes.txt`), and which rule it breaks.
         let named = call.arguments[tools::PATH_ARGUMENT]
@@ -403,6 +410,25 @@ fn bash_syntax() -> bool {
     platform::shell::Shell::detect().kind != platform::shell::ShellKind::PowerShell
 }
 
+/// Whether `path` is inside `root` once resolved: its deepest existing ancestor's real path
+/// (symbolic links followed), then the rest of it, which may not climb (`..`).
+fn resolves_inside(path: &Path, root: &Path) -> bool {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+            return false;
+        };
+        rest.push(name);
+        existing = parent;
+    }
+    let Ok(real) = existing.canonicalize() else {
+        return false;
+    };
+    let climbs = rest.iter().any(|n| *n == std::ffi::OsStr::new(".."));
+    !climbs && real.starts_with(root)
+}
+
 /// What a write or edit would change, as a diff for the question.
 fn proposed_change(call: &ToolCall, path: &Path) -> String {
     let shown = path.display().to_string();
@@ -545,6 +571,72 @@ mod tests {
         assert!(
             err.contains("writes into a protected path: .coding-agent/config.toml"),
             "{err}"
+        );
+    }
+
+    /// Auto-edit lets a write the workspace-write policy allows go unasked, also under a
+    /// read-only sandbox — and nothing else: not a path that climbs out with `..` or through
+    /// a symbolic link, not a protected path reached by a detour.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn auto_edit_writes_only_inside_the_workspace_unasked() {
+        let ws = tempfile::tempdir().unwrap();
+        let away = tempfile::tempdir_in("/var/tmp").unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws_path.join("src")).unwrap();
+        std::fs::create_dir_all(ws_path.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(away.path(), ws_path.join("link")).unwrap();
+        let policy = sandbox::Policy::new(sandbox::SandboxMode::ReadOnly, &ws_path, &[], None);
+        let mut guard = guard(&ws_path, ApprovalMode::OnRequest, false, false);
+        guard.sandbox = Some(Arc::new(sandbox::Sandbox::new(
+            policy,
+            sandbox::Capabilities::none(),
+        )));
+        guard.working = agent_core::ModeSwitch::new(agent_core::Mode::AutoEdit);
+        let write = |path: &str| ToolCall {
+            id: "c1".into(),
+            name: "write".into(),
+            arguments: serde_json::json!({ "path": path, "content": "x" }),
+            invalid_arguments: None,
+        };
+        let decide = |call: ToolCall| {
+            let guard = &guard;
+            async move {
+                guard
+                    .before_tool_call(&call, &Approvals::nobody(&call))
+                    .await
+            }
+        };
+        assert_eq!(decide(write("src/a.rs")).await, Ok(()));
+        // Up and out to the other directory, and into the temp dir beside the workspace.
+        let outside = format!(
+            "../../..{}/x",
+            away.path().canonicalize().unwrap().display()
+        );
+        let temp = format!("../{}", "beside.txt");
+        for escape in [
+            outside.as_str(),
+            temp.as_str(),
+            "src/../.git/hooks/post-checkout",
+            ".git/config",
+        ] {
+            assert!(
+                decide(write(escape)).await.is_err(),
+                "{escape} went unasked"
+            );
+        }
+        assert!(
+            decide(write("link/x")).await.is_err(),
+            "a link out went unasked"
+        );
+        // Default mode under the read-only sandbox asks even inside.
+        guard.working = agent_core::ModeSwitch::new(agent_core::Mode::Default);
+        let call = write("src/a.rs");
+        assert!(
+            guard
+                .before_tool_call(&call, &Approvals::nobody(&call))
+                .await
+                .is_err()
         );
     }
 

@@ -33,6 +33,7 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 4;
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// What every child of one agent is made with.
+#[derive(Clone)]
 pub struct Kit {
     pub cwd: PathBuf,
     pub home: Home,
@@ -65,7 +66,10 @@ pub struct Subagents {
     parent: OnceLock<Agent>,
     /// How deep the parent is (the main agent: 0).
     depth: usize,
+    /// How many of this agent's children run at once: each level has its own, so a child
+    /// waiting for its own children never holds what they wait for.
     permits: Arc<Semaphore>,
+    max_concurrent: usize,
     /// Shared by every level: ids, and the running children to steer and stop by id.
     registry: Arc<Registry_>,
 }
@@ -77,11 +81,29 @@ struct Registry_ {
     running: Mutex<HashMap<String, Running>>,
 }
 
-/// A running child, and whether the user stopped it alone.
+/// A running child, its parent, and whether the user stopped it alone.
 #[derive(Clone)]
 struct Running {
     agent: Agent,
+    parent: Agent,
     stopped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Takes a child out of the running ones however its `task` call ends — also when the call
+/// is dropped (an aborted batch abandons a tool that does not stop in time): the child is
+/// stopped and its questions withdrawn.
+struct Leaving {
+    registry: Arc<Registry_>,
+    id: String,
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        if let Some(running) = lock(&self.registry.running).remove(&self.id) {
+            running.agent.stop();
+            running.parent.withdraw_questions_of(&self.id);
+        }
+    }
 }
 
 impl Subagents {
@@ -92,6 +114,7 @@ impl Subagents {
             parent: OnceLock::new(),
             depth: 0,
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            max_concurrent: max_concurrent.max(1),
             registry: Arc::default(),
         })
     }
@@ -130,6 +153,8 @@ impl Subagents {
             Some(child) => {
                 child.stopped.store(true, Ordering::SeqCst);
                 child.agent.stop();
+                // Its questions asked in the parent's UI wait for nobody now.
+                child.parent.withdraw_questions_of(id);
                 true
             }
             None => false,
@@ -202,14 +227,21 @@ impl Subagents {
             // Its commands only read, whatever the parent's sandbox lets commands do.
             options.bash.restriction = Some(kit.read_only.clone());
         }
-        // A child that may start children of its own gets a level of its own.
+        // A child that may start children of its own gets a level of its own, whose ceiling
+        // is the child: its tools, its (maybe read-only) options.
         let nested = names.iter().any(|n| n == tools::TASK).then(|| {
+            let level = Kit {
+                parent_tools: names.clone(),
+                tool_options: options.clone(),
+                ..(**kit).clone()
+            };
             Arc::new(Self {
-                kit: OnceLock::from(kit.clone()),
+                kit: OnceLock::from(Arc::new(level)),
                 definitions: self.definitions.clone(),
                 parent: OnceLock::new(),
                 depth: self.depth + 1,
-                permits: self.permits.clone(),
+                permits: Arc::new(Semaphore::new(self.max_concurrent)),
+                max_concurrent: self.max_concurrent,
                 registry: self.registry.clone(),
             })
         });
@@ -263,9 +295,14 @@ impl Subagents {
         let session = self.record(&child, &model, &subagent);
         let running = Running {
             agent: child.clone(),
+            parent: parent.clone(),
             stopped: Arc::default(),
         };
         lock(&self.registry.running).insert(subagent.id.clone(), running.clone());
+        let leaving = Leaving {
+            registry: self.registry.clone(),
+            id: subagent.id.clone(),
+        };
         let started = Instant::now();
         let mut outcome = self
             .follow(&child, &parent, &subagent, &job, ctx, &mut events)
@@ -277,8 +314,7 @@ impl Subagents {
                 Ok(text) | Err(text) => format!("the user stopped it. What it had:\n\n{text}"),
             });
         }
-        lock(&self.registry.running).remove(&subagent.id);
-        child.stop();
+        drop(leaving);
         let _ = child.wait_idle().await;
         let mut session_path = None;
         if let Some((recorder, path)) = session {
@@ -489,6 +525,18 @@ impl Progress {
     }
 
     fn observe(&mut self, event: &AgentEvent) {
+        // Its own subagents' tokens count in its cost.
+        if let (
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(answer),
+            },
+            true,
+        ) = event.unwrapped()
+        {
+            self.usage.add(&answer.usage);
+            self.changed = true;
+            return;
+        }
         match event {
             AgentEvent::ToolExecutionStart { tool_name, .. } => {
                 self.tool = Some(tool_name.clone());

@@ -392,3 +392,45 @@ async fn a_child_does_no_more_than_its_read_only_parent() {
     let child_tools = tool_names(&server.requests()[1].body);
     assert_eq!(child_tools, ["read", "bash"], "{child_tools:?}");
 }
+
+/// A child that may start children of its own is their ceiling: a read-only scout's
+/// grandchild gets none of the writing tools its own definition lists.
+#[tokio::test]
+async fn a_grandchild_gets_no_more_than_its_parent_child() {
+    let env = Env::new();
+    with_worker(&env);
+    std::fs::write(
+        env.home.path().join("agents/scout.md"),
+        "---\nname: scout\ndescription: looks\ntools: read, task\n---\nLook, and delegate.\n",
+    )
+    .unwrap();
+    let server = serve(vec![
+        fan_out(&["A"], Some("scout")),
+        child("A", Reply::tool_call("task", task("G", Some("worker")))),
+        child("G", Reply::text("grandchild looked")),
+        child("A", Reply::text("scout done")),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = env.run(Some(&server), &["-p", "go"], "").await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.requests();
+    let grandchild = requests
+        .iter()
+        .find(|r| r.body.to_string().contains("Job G:") && !r.body.to_string().contains("Job A:"))
+        .expect("the grandchild asked");
+    assert_eq!(
+        tool_names(&grandchild.body),
+        ["read"],
+        "no write, no bash, no task"
+    );
+    let scout = requests
+        .iter()
+        .find(|r| {
+            r.body["messages"][1]["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Job A:"))
+        })
+        .expect("the scout asked");
+    assert_eq!(tool_names(&scout.body), ["read", "task"]);
+}

@@ -224,6 +224,12 @@ impl Agent {
             })
     }
 
+    /// Withdraws (denies) the open questions of subagent `id`: it stopped, nobody needs the
+    /// answers (announced as `approval_decided`).
+    pub fn withdraw_questions_of(&self, id: &str) {
+        self.send(Command::Withdraw(id.to_string()));
+    }
+
     async fn relay_question(
         &self,
         request: crate::ApprovalRequest,

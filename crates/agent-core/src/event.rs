@@ -158,6 +158,18 @@ pub enum AgentEvent {
 }
 
 impl AgentEvent {
+    /// The event itself, out of its `Subagent` wrappers (a subagent's subagent is wrapped
+    /// twice), with whether it was wrapped.
+    pub fn unwrapped(&self) -> (&AgentEvent, bool) {
+        let mut event = self;
+        let mut wrapped = false;
+        while let AgentEvent::Subagent { event: inner, .. } = event {
+            event = inner;
+            wrapped = true;
+        }
+        (event, wrapped)
+    }
+
     /// A streaming delta (also a subagent's): readers of settled events skip them.
     pub fn is_delta(&self) -> bool {
         match self {

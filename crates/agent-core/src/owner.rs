@@ -264,6 +264,22 @@ impl Owner {
                 });
                 self.approvals.push((*request, reply));
             }
+            Command::Withdraw(id) => {
+                let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.approvals)
+                    .into_iter()
+                    .partition(|(r, _)| r.subagent.as_ref().is_some_and(|s| s.id == id));
+                self.approvals = kept;
+                for (request, reply) in gone {
+                    let decision = ApprovalDecision::Deny {
+                        reason: Some("the subagent stopped".into()),
+                    };
+                    let _ = reply.send(decision.clone());
+                    self.deliver(AgentEvent::ApprovalDecided {
+                        id: request.id,
+                        decision,
+                    });
+                }
+            }
             Command::SetQueueModes(steering, follow_up) => {
                 self.steering.mode = steering;
                 self.follow_up.mode = follow_up;
@@ -620,10 +636,14 @@ impl Owner {
             AgentEvent::MessageEnd { message } => self.messages.push(message.clone()),
             AgentEvent::TurnStart { turn } => self.turn = self.turn.max(*turn),
             AgentEvent::McpStatus { status } => self.mcp_status = Some(status.clone()),
-            AgentEvent::Subagent { event, .. } => {
-                if let AgentEvent::MessageEnd {
-                    message: AgentMessage::Assistant(answer),
-                } = event.as_ref()
+            AgentEvent::Subagent { .. } => {
+                // Its subagents' calls too: they come wrapped twice.
+                if let (
+                    AgentEvent::MessageEnd {
+                        message: AgentMessage::Assistant(answer),
+                    },
+                    _,
+                ) = event.unwrapped()
                 {
                     self.balance.subagent_usage(&answer.usage);
                 }

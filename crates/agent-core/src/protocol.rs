@@ -143,6 +143,8 @@ pub(crate) enum Command {
     Announce(AgentEvent),
     /// A question from elsewhere (a subagent's call), asked and answered as this agent's own.
     Ask(Box<ApprovalRequest>, Reply<ApprovalDecision>),
+    /// Withdraws the open questions of the subagent with this id.
+    Withdraw(String),
     TakeQueued(Reply<Vec<QueuedMessage>>),
     Snapshot(Reply<AgentSnapshot>),
     /// The model calls go to now.

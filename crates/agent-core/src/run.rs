@@ -314,9 +314,18 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     )
                 }
                 StopReason::Stop | StopReason::ToolUse => {
+                    let required = gate_tool(&ctx, &gate);
+                    let mut skip_reason = format!(
+                        "Not run: `{required}` must be called first. Call it now; issue this \
+                         call again afterwards if it is still needed."
+                    );
                     let (run, skipped) = match gate.judge(&assistant, hard.as_ref()) {
                         Verdict::Free => (calls.clone(), Vec::new()),
                         Verdict::Met { others } => {
+                            skip_reason = format!(
+                                "Not run: only `{required}` was run, as it was required; issue \
+                                 this call again if it is still needed."
+                            );
                             let run = calls.iter().filter(|c| !others.contains(c)).cloned();
                             (run.collect(), others)
                         }
@@ -343,11 +352,6 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                             break 'outer;
                         }
                     };
-                    let required = gate_tool(&ctx, &gate);
-                    let skip_reason = format!(
-                        "Not run: `{required}` must be called first. Call it now; issue this \
-                         call again afterwards if it is still needed."
-                    );
                     let mut results =
                         not_run_all(&skipped, ToolOutcome::Skipped, &skip_reason, &io);
                     let toolbox = Toolbox {
@@ -368,7 +372,9 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     results.extend(batch.results);
                     // Results in the order of the calls.
                     results.sort_by_key(|r| calls.iter().position(|c| c.id == r.tool_call_id));
-                    (results, batch.terminate && skipped.is_empty())
+                    // The required tool may end the run (a submitted plan): the calls skipped
+                    // beside it do not keep it going.
+                    (results, batch.terminate)
                 }
             };
             for result in &results {

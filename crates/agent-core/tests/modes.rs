@@ -288,3 +288,40 @@ async fn a_deadline_ends_the_run_like_an_abort_and_says_so() {
         Some("The run's deadline passed")
     );
 }
+
+/// A subagent's question asked through its parent is the parent's own, and is withdrawn
+/// (denied, announced) once that subagent stops.
+#[tokio::test]
+async fn a_relayed_question_is_withdrawn_when_its_subagent_stops() {
+    let mut h = harness(vec![]).spawn();
+    let request = agent_core::ApprovalRequest {
+        id: 0,
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        subject: "rm -rf build".into(),
+        reason: "runs outside the sandbox".into(),
+        justification: None,
+        diff: None,
+        rule: None,
+        subagent: Some(agent_core::SubagentRef {
+            id: "worker-1".into(),
+            name: "worker".into(),
+        }),
+    };
+    let agent = h.agent.clone();
+    let asked = tokio::spawn(async move { agent.ask_user(request).await });
+    let AgentEvent::ApprovalRequested { request } = h.next_event().await else {
+        panic!("{:?}", h.seen)
+    };
+    assert_eq!(request.subagent.as_ref().unwrap().id, "worker-1");
+    assert_eq!(h.agent.snapshot().await.unwrap().approvals.len(), 1);
+    h.agent.withdraw_questions_of("worker-2");
+    h.agent.withdraw_questions_of("worker-1");
+    let decision = asked.await.unwrap();
+    assert!(!decision.approved(), "{decision:?}");
+    assert!(h.agent.snapshot().await.unwrap().approvals.is_empty());
+    assert!(matches!(
+        h.next_event().await,
+        AgentEvent::ApprovalDecided { id, .. } if id == request.id
+    ));
+}

@@ -235,7 +235,14 @@ impl App {
                 tool_call_id,
                 result,
                 ..
-            } => self.tool_result(tool_call_id, result),
+            } => {
+                // Live only: a plan is decided on, a checklist printed, as they happen (a
+                // resumed one is restored by `load_history`).
+                if !result.is_error {
+                    self.plan_result(result);
+                }
+                self.tool_result(tool_call_id, result);
+            }
             AgentEvent::Queued { id, kind, message } => self.queue.push(QueuedView {
                 id: *id,
                 kind: *kind,
@@ -338,10 +345,14 @@ impl App {
                 self.push_cell(CellKind::Notice(format!("Thinking: {}.", level)));
             }
             AgentEvent::Subagent { subagent, event } => {
-                // Its cost counts in the session's, not in this context's fill.
-                if let AgentEvent::MessageEnd {
-                    message: AgentMessage::Assistant(answer),
-                } = event.as_ref()
+                // Its cost (and its own subagents') counts in the session's, not in this
+                // context's fill.
+                if let (
+                    AgentEvent::MessageEnd {
+                        message: AgentMessage::Assistant(answer),
+                    },
+                    _,
+                ) = event.unwrapped()
                 {
                     self.status.usage.add(&answer.usage);
                 }
@@ -636,9 +647,6 @@ impl App {
     }
 
     fn tool_result(&mut self, id: &str, result: &ToolResultMessage) {
-        if !result.is_error {
-            self.plan_result(result);
-        }
         if !self.tools.contains_key(id) {
             // A call that never ran (aborted, cut off): show it with its synthetic result.
             let (name, args) = self

@@ -253,6 +253,14 @@ fn subagent_key(app: &mut App, input: &InputState, key: &KeyEvent) -> Option<Vec
         return Some(Vec::new());
     }
     let id = app.subagents.viewed()?.id.clone();
+    if !app.subagents.viewed_running() {
+        // A finished child's transcript: Esc closes it; every other key is the main view's.
+        if key.code == KeyCode::Esc && input.popup.is_none() {
+            app.subagents.close();
+            return Some(Vec::new());
+        }
+        return None;
+    }
     let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
     match key.code {
         KeyCode::Esc if input.popup.is_none() => Some(vec![Action::StopSubagent(id)]),

@@ -100,6 +100,16 @@ impl Subagents {
         self.viewing.map(|i| &self.list[i].subagent)
     }
 
+    /// Whether the child on screen still runs.
+    pub fn viewed_running(&self) -> bool {
+        self.viewing.is_some_and(|i| self.list[i].running)
+    }
+
+    /// Back to the main view.
+    pub fn close(&mut self) {
+        self.viewing = None;
+    }
+
     /// How many children run now.
     pub fn running(&self) -> usize {
         self.list.iter().filter(|v| v.running).count()
