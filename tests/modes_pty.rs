@@ -90,11 +90,9 @@ fn subagents_are_seen_asked_for_and_stopped_one_by_one() {
                     .with_tool_call("task", task("B")),
                 Reply::tool_call("fetch", json!({"url": "http://127.0.0.1:9/secret"}))
                     .for_request("Job A:"),
-                Reply::tool_call(
-                    "bash",
-                    json!({"command": "while [ ! -e never ]; do sleep 0.05; done"}),
-                )
-                .for_request("Job B:"),
+                // Known to be read-only: it runs also where nothing confines commands (the
+                // worker writes nothing, so its commands are held read-only).
+                Reply::tool_call("bash", json!({"command": "sleep 600"})).for_request("Job B:"),
                 Reply::text("A was refused.").for_request("Job A:"),
                 Reply::text("Parent done."),
             ],
