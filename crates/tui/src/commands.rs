@@ -283,7 +283,8 @@ pub fn matching(prefix: &str, extra: &[(String, String)]) -> Vec<(String, String
 fn help() -> String {
     let mut text = String::from(
         "Keys: Enter send (while working: steer) · Alt+Enter or Tab queue a follow-up · Esc interrupt (idle, twice: rewind) · \
-         Alt+Up pull queued messages back · Shift+Enter or Ctrl+J newline · Up/Down history · \
+         Alt+Up pull queued messages back · Shift+Tab mode (default, auto-edit, plan) · Ctrl+G show a subagent (Enter steers it, Esc stops it) · \
+         Shift+Enter or Ctrl+J newline · Up/Down history · \
          PgUp/PgDn/Home/End scroll (alternate screen) · Ctrl+O transcript (alternate screen: expand tool output) · Ctrl+T show/hide thinking · Ctrl+L draw the screen again · Ctrl+Z suspend · \
          Ctrl+C clear (twice: quit) · Ctrl+D quit · !cmd run a shell command · @ mention a file\nCommands:",
     );
