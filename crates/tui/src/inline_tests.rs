@@ -492,9 +492,13 @@ fn resizes_between_frames_are_printed_for_once_by_the_frame() {
             .set_size(height.try_into().unwrap(), width.try_into().unwrap());
         direct.inline.resize(width, height).unwrap();
         direct.frame();
+        // The spinner's frame follows the clock: two rigs drawn a tick apart (a loaded
+        // machine) differ there and nowhere else.
+        let still =
+            |text: String| text.replace(['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'], "⠿");
         assert_eq!(
-            dragged.terminal.screen().contents(),
-            direct.terminal.screen().contents(),
+            still(dragged.terminal.screen().contents()),
+            still(direct.terminal.screen().contents()),
             "{sizes:?}"
         );
     }
