@@ -162,18 +162,14 @@ impl SoftGate {
 
     /// The run would end: a `before_stop` requirement not yet met starts now (true: go on).
     pub fn before_stop(&mut self, hard: Option<&ToolChoice>) -> bool {
-        let Some(required) = &self.required else {
+        let waiting = !self.called
+            && self.required.as_ref().is_some_and(|r| {
+                r.when == RequireWhen::BeforeStop && !self.overruled(hard, &r.tool)
+            });
+        let Some(required) = self.required.as_mut().filter(|_| waiting) else {
             return false;
         };
-        if required.when != RequireWhen::BeforeStop
-            || self.called
-            || self.overruled(hard, &required.tool)
-        {
-            return false;
-        }
-        if let Some(required) = &mut self.required {
-            required.when = RequireWhen::Now;
-        }
+        required.when = RequireWhen::Now;
         self.reminded = false;
         self.escalations = 0;
         true

@@ -17,7 +17,7 @@ use llm::{
 use crate::compaction::compact_history;
 use crate::io::{Internal, LoopIo};
 use crate::requirement::{SoftGate, Verdict};
-use crate::tool_exec::{Batch, NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
+use crate::tool_exec::{NOT_RUN_ABORTED, Toolbox, execute_batch, not_run_all};
 use crate::{
     AgentEvent, AgentMessage, Checkpointer, CompactReason, Compactor, HookContext, Hooks, Mode,
     ModeSwitch, PlanMode, QueuedMessage, RunStop, Tool, ToolOutcome, ToolRequirement, TurnInfo,
@@ -295,6 +295,8 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
 
             let mut checkpoint_note = None;
             let mut escalated = false;
+            // The notice of a run stopped for a requirement the model never met.
+            let mut gave_up = None;
             let (results, terminate) = match assistant.stop_reason {
                 StopReason::Error | StopReason::Aborted => {
                     let reason = match assistant.stop_reason {
@@ -314,42 +316,30 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                     )
                 }
                 StopReason::Stop | StopReason::ToolUse => {
-                    let required = gate_tool(&ctx, &gate);
-                    let mut skip_reason = format!(
-                        "Not run: `{required}` must be called first. Call it now; issue this \
-                         call again afterwards if it is still needed."
-                    );
-                    let (run, skipped) = match gate.judge(&assistant, hard.as_ref()) {
-                        Verdict::Free => (calls.clone(), Vec::new()),
+                    // Named before the verdict, which clears a requirement it finds met.
+                    let required = gate.tool().unwrap_or_default();
+                    let (run, skipped, skip_reason) = match gate.judge(&assistant, hard.as_ref()) {
+                        Verdict::Free => (calls.clone(), Vec::new(), String::new()),
                         Verdict::Met { others } => {
-                            skip_reason = format!(
+                            let run = calls.iter().filter(|c| !others.contains(c)).cloned();
+                            let reason = format!(
                                 "Not run: only `{required}` was run, as it was required; issue \
                                  this call again if it is still needed."
                             );
-                            let run = calls.iter().filter(|c| !others.contains(c)).cloned();
-                            (run.collect(), others)
+                            (run.collect(), others, reason)
                         }
                         Verdict::Escalate { calls } => {
                             escalated = true;
-                            (Vec::new(), calls)
+                            let reason = format!(
+                                "Not run: `{required}` must be called first. Call it now; issue \
+                                 this call again afterwards if it is still needed."
+                            );
+                            (Vec::new(), calls, reason)
                         }
                         Verdict::GiveUp(error) => {
                             let _ = io.stopped_by.set(RunStop::RequirementUnmet);
-                            let results = not_run_all(&calls, ToolOutcome::Skipped, &error, &io);
-                            let note = AgentMessage::notice(format!("Stopped: {error}."));
-                            for result in &results {
-                                let message = AgentMessage::ToolResult(result.clone());
-                                io.emit_message(&message);
-                                ctx.messages.push(message);
-                            }
-                            io.emit_message(&note);
-                            ctx.messages.push(note);
-                            io.emit(AgentEvent::TurnEnd {
-                                turn: ctx.turn,
-                                message: assistant.clone(),
-                                tool_results: results,
-                            });
-                            break 'outer;
+                            gave_up = Some(format!("Stopped: {error}."));
+                            (Vec::new(), calls.clone(), error)
                         }
                     };
                     let mut results =
@@ -360,14 +350,7 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                         redactor: &ctx.redactor,
                     };
                     let mark = ctx.checkpoint_before(&run).await;
-                    let batch = if run.is_empty() {
-                        Batch {
-                            results: Vec::new(),
-                            terminate: false,
-                        }
-                    } else {
-                        execute_batch(&toolbox, &run, &io).await
-                    };
+                    let batch = execute_batch(&toolbox, &run, &io).await;
                     checkpoint_note = ctx.checkpoint_after(mark, &run, &io).await;
                     results.extend(batch.results);
                     // Results in the order of the calls.
@@ -382,8 +365,10 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 io.emit_message(&message);
                 ctx.messages.push(message);
             }
-            if let Some(err) = checkpoint_note {
-                let note = AgentMessage::notice(format!("No checkpoint for these changes: {err}"));
+            let checkpoint_note =
+                checkpoint_note.map(|err| format!("No checkpoint for these changes: {err}"));
+            for text in checkpoint_note.into_iter().chain(gave_up.clone()) {
+                let note = AgentMessage::notice(text);
                 io.emit_message(&note);
                 ctx.messages.push(note);
             }
@@ -392,6 +377,9 @@ pub(crate) async fn run_loop(mut ctx: RunContext, start: Start, io: LoopIo) -> b
                 message: assistant.clone(),
                 tool_results: results.clone(),
             });
+            if gave_up.is_some() {
+                break 'outer;
+            }
 
             let failed = matches!(
                 assistant.stop_reason,
@@ -607,13 +595,6 @@ fn unique_call_ids(message: &mut AssistantMessage) {
 
 fn aborted(builder: &AssistantBuilder, io: &LoopIo) -> AssistantMessage {
     closing_message(builder.failed(StopReason::Aborted, io.abort_reason()))
-}
-
-/// The tool the gate asks for (for the text of skipped calls).
-fn gate_tool(ctx: &RunContext, gate: &SoftGate) -> String {
-    gate.tool()
-        .or_else(|| ctx.plan.as_ref().map(|p| p.submit.tool.clone()))
-        .unwrap_or_default()
 }
 
 fn closing_message(event: StreamEvent) -> AssistantMessage {
