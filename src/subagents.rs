@@ -382,7 +382,7 @@ impl Subagents {
                         // Done, unless its queued steering started another run (the agent
                         // starts it before it answers anything else): then follow that one,
                         // still passing its events on and still stoppable.
-                        if !child.snapshot().await.is_ok_and(|s| s.running) {
+                        if !child.running().await.unwrap_or(false) {
                             while let Ok(event) = events.try_recv() {
                                 self.pass_on(child, parent, subagent, &mut progress, event);
                             }
@@ -469,10 +469,10 @@ impl Subagents {
             eprintln!("coding-agent: the subagent's session cannot be saved: {err}");
             return None;
         }
-        // `<parent's spill>/subagents/<n>_<id>.jsonl`: never among the sessions `--continue`
-        // and `/resume` list, and removed with the parent's file.
-        let n = self.registry.next.load(Ordering::Relaxed);
-        let path = dir.join(format!("{n:04}_{}.jsonl", subagent.id));
+        // `<parent's spill>/subagents/<start ms>_<id>.jsonl`: never among the sessions
+        // `--continue` and `/resume` list, and removed with the parent's file. The time keeps
+        // apart the children of a parent resumed later, whose ids start at 1 again.
+        let path = dir.join(format!("{}_{}.jsonl", llm::now_millis(), subagent.id));
         let writer =
             SessionWriter::create_at(&kit.home, &path, &kit.cwd, model, ThinkingLevel::Off);
         let recorder = Recorder::spawn(

@@ -276,6 +276,11 @@ impl Agent {
         self.ask(Command::Model).await
     }
 
+    /// Whether a run is in progress (a snapshot without the history's copy).
+    pub async fn running(&self) -> Result<bool, AgentError> {
+        self.ask(Command::Running).await
+    }
+
     pub async fn snapshot(&self) -> Result<AgentSnapshot, AgentError> {
         self.ask(Command::Snapshot).await
     }

@@ -295,6 +295,9 @@ impl Owner {
             Command::Model(reply) => {
                 let _ = reply.send(self.model.clone());
             }
+            Command::Running(reply) => {
+                let _ = reply.send(self.run.is_some());
+            }
             Command::Snapshot(reply) => {
                 let _ = reply.send(AgentSnapshot {
                     messages: self.messages.clone(),

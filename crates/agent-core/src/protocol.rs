@@ -149,6 +149,8 @@ pub(crate) enum Command {
     Snapshot(Reply<AgentSnapshot>),
     /// The model calls go to now.
     Model(Reply<Model>),
+    /// Whether a run is in progress.
+    Running(Reply<bool>),
     /// Runs over the history where it is, no copy made (see `Agent::inspect`).
     Inspect(Look),
     Subscribe(mpsc::UnboundedSender<AgentEvent>, Deltas),
