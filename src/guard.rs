@@ -213,7 +213,7 @@ impl Guard {
                 Some(false),
             )
             .hiding(policy.agent_home(), policy.deny_read());
-            if workspace.write_allowed(&path) && resolves_inside(&path, &policy.workspace) {
+            if workspace.write_allowed(&path) && policy.in_workspace(&path) {
                 return Ok(());
             }
         }
@@ -408,25 +408,6 @@ async fn private_address(host: &str) -> Option<std::net::IpAddr> {
 /// (everywhere but Windows without Git Bash, where PowerShell runs them).
 fn bash_syntax() -> bool {
     platform::shell::Shell::detect().kind != platform::shell::ShellKind::PowerShell
-}
-
-/// Whether `path` is inside `root` once resolved: its deepest existing ancestor's real path
-/// (symbolic links followed), then the rest of it, which may not climb (`..`).
-fn resolves_inside(path: &Path, root: &Path) -> bool {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
-            return false;
-        };
-        rest.push(name);
-        existing = parent;
-    }
-    let Ok(real) = existing.canonicalize() else {
-        return false;
-    };
-    let climbs = rest.iter().any(|n| *n == std::ffi::OsStr::new(".."));
-    !climbs && real.starts_with(root)
 }
 
 /// What a write or edit would change, as a diff for the question.

@@ -329,6 +329,12 @@ impl Policy {
             .collect()
     }
 
+    /// Whether `path`, resolved as [`Policy::write_allowed`] resolves it (`..`, symbolic
+    /// links, dangling ones too), is inside the workspace.
+    pub fn in_workspace(&self, path: &Path) -> bool {
+        resolve(path).is_some_and(|real| real.starts_with(&self.workspace))
+    }
+
     /// Whether the write and edit tools may write `path` (relative paths are relative to
     /// the workspace): the rule the kernel applies to commands, checked on the real path.
     ///
