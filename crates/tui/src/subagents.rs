@@ -137,16 +137,12 @@ impl Subagents {
             expand_tools: false,
             show_thinking: false,
         };
+        // Only the rows shown are copied, from the end: a long answer costs no more per frame
+        // than a short one.
         let mut tail: Vec<Line<'static>> = Vec::new();
         for cell in view.app.cells.iter_mut().rev() {
-            let rows = cell.rows(cell_view);
-            let lines: Vec<Line<'static>> = rows.iter().cloned().collect();
-            for line in lines.into_iter().rev() {
-                tail.push(line);
-                if tail.len() >= room {
-                    break;
-                }
-            }
+            let wanted = room - tail.len();
+            tail.extend(cell.rows(cell_view).iter().rev().take(wanted).cloned());
             if tail.len() >= room {
                 break;
             }
