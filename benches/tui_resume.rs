@@ -5,6 +5,8 @@
 //! `cargo bench --bench tui_resume -- images`: the same resume of a session of 300 turns of
 //! which 100 prompts each carry a 1 MB screenshot, against the same session without them.
 
+#[path = "common/launch.rs"]
+mod launch;
 #[path = "common/process.rs"]
 mod process;
 #[path = "common/screen.rs"]
@@ -14,14 +16,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agent_core::{AgentEvent, AgentMessage};
+use launch::Launched;
 use llm::{
     Api, AssistantContent, AssistantMessage, Model, ModelCost, StopReason, ThinkingLevel, ToolCall,
     ToolResultMessage, UserContent,
 };
 use mock_llm::{MockServer, Script};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use process::peak_rss_mb;
-use screen::Screen;
 use session::{Home, SessionWriter};
 
 const TARGET_BYTES: u64 = 100 * 1024 * 1024;
@@ -175,39 +176,15 @@ fn resume(home: &Path, cwd: &Path, args: &[&str], last: &str) -> (Duration, f64)
     let server = runtime
         .block_on(MockServer::start(Script::default()))
         .unwrap();
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 50,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    // `BENCH_AGENT` names another build to measure, for an A/B run in the same minutes.
-    let agent = std::env::var_os("BENCH_AGENT")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
-    let mut command = CommandBuilder::new(agent);
-    command.args([
-        "--base-url",
-        &server.url(),
-        "--model",
-        "bench",
-        "--continue",
-    ]);
-    command.args(args);
-    command.cwd(cwd);
-    command.env("TERM", "xterm-256color");
-    command.env("CODING_AGENT_HOME", home);
-    // Only the mock: no background probe of the local servers' ports during the measurement.
-    command.env("CODING_AGENT_LOCAL_PROBES", "");
-    let started = Instant::now();
-    let mut child = pty.slave.spawn_command(command).unwrap();
-    drop(pty.slave);
-    let pid = child.process_id().unwrap();
-    let (screen, _keys) = Screen::read(
-        pty.master.try_clone_reader().unwrap(),
-        pty.master.take_writer().unwrap(),
-    );
+    let mut args_all = vec!["--continue"];
+    args_all.extend_from_slice(args);
+    let Launched {
+        mut child,
+        pid,
+        screen,
+        started,
+        ..
+    } = launch::agent(&server.url(), &args_all, cwd, home);
     screen.wait(Duration::from_secs(120), |c| {
         c.contains(last) && c.contains("Type a message")
     });

@@ -5,6 +5,8 @@
 //! the last line is on screen, and peak RSS. `BENCH_RUNS=N` measures each case N times and
 //! adds the median; `BENCH_AGENT=<binary>` measures another build.
 
+#[path = "common/launch.rs"]
+mod launch;
 #[path = "common/process.rs"]
 mod process;
 #[path = "common/screen.rs"]
@@ -13,10 +15,9 @@ mod screen;
 use std::io::Write;
 use std::time::Duration;
 
+use launch::Launched;
 use mock_llm::{MockServer, Reply, Script};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use process::{cpu_seconds, peak_rss_mb};
-use screen::Screen;
 
 const DELTAS: usize = 4_000;
 const REPLY_BYTES: usize = 200_000;
@@ -135,38 +136,15 @@ fn measure(case: &Case, args: &[&str]) -> Measured {
     // Its own home and an empty directory: no user config, no file walk of a big tree.
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 50,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    // `BENCH_AGENT` names another build to measure, for an A/B run in the same minutes.
-    let agent = std::env::var_os("BENCH_AGENT")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
-    let mut command = CommandBuilder::new(agent);
-    command.args([
-        "--base-url",
-        &server.url(),
-        "--model",
-        "bench",
-        "--no-session",
-    ]);
-    command.args(args);
-    command.cwd(work.path());
-    command.env("TERM", "xterm-256color");
-    command.env("CODING_AGENT_HOME", home.path());
-    // Only the mock: no background probe of the local servers' ports during the measurement.
-    command.env("CODING_AGENT_LOCAL_PROBES", "");
-    let mut child = pty.slave.spawn_command(command).unwrap();
-    drop(pty.slave);
-    let pid = child.process_id().unwrap();
-    let (screen, keys) = Screen::read(
-        pty.master.try_clone_reader().unwrap(),
-        pty.master.take_writer().unwrap(),
-    );
+    let mut args_all = vec!["--no-session"];
+    args_all.extend_from_slice(args);
+    let Launched {
+        mut child,
+        pid,
+        screen,
+        keys,
+        ..
+    } = launch::agent(&server.url(), &args_all, work.path(), home.path());
     let wait_for = |text: &str| screen.wait(Duration::from_secs(120), |c| c.contains(text));
     wait_for("Type a message");
     let cpu_before = cpu_seconds(pid);

@@ -6,6 +6,8 @@
 //! shows on screen is measured (a frame is 16 ms at 60 Hz). Reports the CPU of the whole
 //! fan-out, the key latencies, peak RSS, and the CPU over 2 s once everything is done.
 
+#[path = "common/launch.rs"]
+mod launch;
 #[path = "common/process.rs"]
 mod process;
 #[path = "common/screen.rs"]
@@ -14,10 +16,9 @@ mod screen;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use launch::Launched;
 use mock_llm::{MockServer, Reply, Script};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use process::{cpu_seconds, peak_rss_mb};
-use screen::Screen;
 
 const CHILDREN: usize = 4;
 const CHILD_BYTES: usize = 50_000;
@@ -54,29 +55,13 @@ fn main() {
         .unwrap();
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 50,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let agent = std::env::var_os("BENCH_AGENT")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_coding-agent").into());
-    let mut command = CommandBuilder::new(agent);
-    command.args(["--base-url", &server.url(), "--model", "bench"]);
-    command.cwd(work.path());
-    command.env("TERM", "xterm-256color");
-    command.env("CODING_AGENT_HOME", home.path());
-    command.env("CODING_AGENT_LOCAL_PROBES", "");
-    let mut child = pty.slave.spawn_command(command).unwrap();
-    drop(pty.slave);
-    let pid = child.process_id().unwrap();
-    let (screen, keys) = Screen::read(
-        pty.master.try_clone_reader().unwrap(),
-        pty.master.take_writer().unwrap(),
-    );
+    let Launched {
+        mut child,
+        pid,
+        screen,
+        keys,
+        ..
+    } = launch::agent(&server.url(), &[], work.path(), home.path());
     let wait_for = |text: &str| screen.wait(Duration::from_secs(120), |c| c.contains(text));
     wait_for("Type a message");
     let type_keys = |bytes: &[u8]| {
