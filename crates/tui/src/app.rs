@@ -181,7 +181,14 @@ impl App {
 
     /// Applies one agent event; returns what the runtime must do in response.
     pub fn on_event(&mut self, event: &AgentEvent) -> Vec<Action> {
-        self.dirty = true;
+        // A subagent's streaming delta changes nothing on screen unless that child is shown
+        // (its line under the task call moves with the call's own updates).
+        self.dirty |= match event {
+            AgentEvent::Subagent { subagent, .. } if event.is_delta() => {
+                self.subagents.viewed().is_some_and(|v| v.id == subagent.id)
+            }
+            _ => true,
+        };
         match event {
             AgentEvent::AgentStart => {
                 self.running = true;

@@ -193,4 +193,31 @@ mod tests {
         assert!(subagents.cycle().is_none(), "back to the main view");
         assert!(subagents.lines(60).is_empty());
     }
+
+    /// A child's streaming delta redraws nothing unless that child is on screen.
+    #[test]
+    fn a_hidden_childs_deltas_leave_the_screen_alone() {
+        let mut app = App::new(Status::default());
+        let delta = AgentEvent::Subagent {
+            subagent: child("explore-1"),
+            event: Box::new(AgentEvent::MessageUpdate {
+                event: llm::StreamEvent::Start,
+            }),
+        };
+        let start = AgentEvent::Subagent {
+            subagent: child("explore-1"),
+            event: Box::new(AgentEvent::AgentStart),
+        };
+        app.on_event(&start);
+        assert!(
+            app.dirty,
+            "a settled event of a child is drawn (its count, its end)"
+        );
+        app.dirty = false;
+        app.on_event(&delta);
+        assert!(!app.dirty);
+        app.subagents.cycle();
+        app.on_event(&delta);
+        assert!(app.dirty, "the child on screen streams");
+    }
 }
