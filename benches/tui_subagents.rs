@@ -3,8 +3,10 @@
 //! then streams each child a 50 KB markdown answer in 1,000 deltas 10 ms apart (four streams
 //! at a real model's pace, together), and the parent's last reply ends with a marker. While the
 //! children stream, characters are typed into the editor one at a time and the time until each
-//! shows on screen is measured (a frame is 16 ms at 60 Hz). Reports the CPU of the whole
-//! fan-out, the key latencies, peak RSS, and the CPU over 2 s once everything is done.
+//! shows on screen is measured (a frame is 16 ms at 60 Hz). Three cases: the main view, one
+//! child's transcript shown (Ctrl+G), and that with answers twice as long. Reports the CPU of
+//! the whole fan-out, the key latencies, peak RSS, and the CPU over 2 s once everything is
+//! done.
 
 #[path = "common/launch.rs"]
 mod launch;
@@ -21,10 +23,32 @@ use mock_llm::{MockServer, Reply, Script};
 use process::{cpu_seconds, peak_rss_mb};
 
 const CHILDREN: usize = 4;
-const CHILD_BYTES: usize = 50_000;
-const CHILD_DELTAS: usize = 1_000;
+/// Deltas per 50 KB: one every 50 characters, 10 ms apart.
+const DELTAS_PER_50_KB: usize = 1_000;
 
 fn main() {
+    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    // 50 KB each with the main view; the same with one child's transcript on screen (Ctrl+G);
+    // twice as long with it on screen: a cost that grew with the answer would show as more
+    // than twice the CPU.
+    for (bytes, view) in [(50_000, false), (50_000, true), (100_000, true)] {
+        let label = format!(
+            "four subagents streaming {} KB each, 10 ms deltas, {}",
+            bytes / 1000,
+            if view {
+                "one shown (Ctrl+G)"
+            } else {
+                "main view"
+            }
+        );
+        if filter.as_ref().is_some_and(|f| !label.contains(f.as_str())) {
+            continue;
+        }
+        measure(&label, bytes, view);
+    }
+}
+
+fn measure(label: &str, child_bytes: usize, view: bool) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -37,8 +61,9 @@ fn main() {
             "task",
             serde_json::json!({"description": format!("part {n}"), "prompt": format!("Job {n}: summarise part {n}.")}),
         );
-        let answer = markdown(n, CHILD_BYTES);
-        let chunk = answer.chars().count().div_ceil(CHILD_DELTAS);
+        let answer = markdown(n, child_bytes);
+        let deltas = DELTAS_PER_50_KB * child_bytes / 50_000;
+        let chunk = answer.chars().count().div_ceil(deltas);
         replies.push(
             Reply::text(answer)
                 .with_chunk_size(chunk)
@@ -76,6 +101,10 @@ fn main() {
     screen.wait(Duration::from_secs(60), |c| {
         c.matches("· thinking ·").count() + c.matches("· running").count() >= CHILDREN
     });
+    if view {
+        type_keys(b"\x07");
+        wait_for("(running) · Enter steers it");
+    }
     let mut latencies = Vec::new();
     let mut typed = String::new();
     for c in "steeringtextxyz".chars() {
@@ -97,7 +126,7 @@ fn main() {
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "four subagents streaming 50 KB each, 10 ms deltas: fan-out {:.1} s wall · CPU {:.2} s · key to screen median {:.1} ms, max {:.1} ms ({} keys) · peak RSS {:.1} MB · idle CPU over 2 s {:.2} s",
+        "{label}: fan-out {:.1} s wall · CPU {:.2} s · key to screen median {:.1} ms, max {:.1} ms ({} keys) · peak RSS {:.1} MB · idle CPU over 2 s {:.2} s",
         done.saturating_duration_since(started).as_secs_f64(),
         cpu,
         ms(latencies[latencies.len() / 2]),
