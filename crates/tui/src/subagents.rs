@@ -122,11 +122,13 @@ impl Subagents {
         };
         let palette = crate::theme::palette();
         let view = &mut self.list[i];
-        let state = if view.running { "running" } else { "finished" };
-        let title = format!(
-            "── subagent {} ({state}) · Enter steers it · Esc stops it · Ctrl+G next ",
-            view.subagent.id
-        );
+        // What the keys do here: a finished child can only be closed.
+        let keys = if view.running {
+            "(running) · Enter steers it · Esc stops it"
+        } else {
+            "(finished) · Esc closes it"
+        };
+        let title = format!("── subagent {} {keys} · Ctrl+G next ", view.subagent.id);
         let mut out = vec![Line::from(Span::styled(
             crate::wrap::truncate(&title, usize::from(width)),
             palette.accent,
@@ -190,6 +192,18 @@ mod tests {
             "{shown:?}"
         );
         assert_eq!(subagents.cycle().unwrap().id, "explore-2");
+        subagents.on_event(
+            &child("explore-2"),
+            &AgentEvent::AgentEnd {
+                messages: Vec::new(),
+                summary: agent_core::RunSummary::default(),
+            },
+        );
+        let title = subagents.lines(80)[0].to_string();
+        assert!(
+            title.contains("explore-2 (finished) · Esc closes it"),
+            "{title}"
+        );
         assert!(subagents.cycle().is_none(), "back to the main view");
         assert!(subagents.lines(60).is_empty());
     }
